@@ -1,0 +1,61 @@
+/**
+ * The `vetobench/v2` audit record (architecture decision 7): one record per proposed tool call
+ * (and, later, per outcome / approval / manifest), chained by SHA-256 over RFC 8785 canonical JSON.
+ *
+ * Field groups (the nine fields of the tool-call authorisation record):
+ *  1 timestamp `ts`; 2 identity `agent_model`, `principal`, `session_id`, `episode_id`, `run_id`,
+ *  `request_id`; 3 `tool.name`; 4 `tool.arguments`; 5 decision `effective_decision` + `layers`;
+ *  6 rule/scope or judge model + version inside each verdict; 7 `approval`; 8 `outcome`;
+ *  9 integrity `seq`, `prev_hash`, `hash`.
+ */
+import type { Decision, Verdict } from "./verdict.js"
+import type { ToolCallView } from "./tool-call.js"
+
+export const AUDIT_SCHEMA = "vetobench/v2"
+export const GENESIS_HASH = "0".repeat(64)
+/** Domain-separation prefix hashed before the canonical bytes of a record. */
+export const HASH_PREFIX = "vetobench/v2 record\n"
+
+export type ApprovalStatus = "automatic" | "held" | "approved" | "rejected" | "expired"
+export type LoggedArm = "baseline" | "shadow" | "enforce"
+
+/** What the gate writes for one proposed call; the sink adds schema, seq, ts and the chain. */
+export interface CallEntry {
+  readonly type: "call"
+  readonly run_id: string | null
+  readonly request_id: string
+  readonly episode_id: string | null
+  readonly session_id: string | null
+  readonly principal: string | null
+  readonly agent_model: string
+  readonly arm: LoggedArm
+  readonly judge: string | null
+  readonly stream: boolean
+  readonly choice_index: number
+  readonly call_index: number
+  readonly tool_call_id: string | null
+  readonly tool: ToolCallView
+  /** the judge's verdict (null in baseline) */
+  readonly verdict: Verdict | null
+  /** every layer's verdict, in the order they ruled (one entry for a single judge) */
+  readonly layers: ReadonlyArray<Verdict>
+  /** null in baseline */
+  readonly effective_decision: Decision | null
+  readonly blocked: boolean
+  readonly fail_policy: "closed" | "open"
+  readonly approval: ApprovalStatus
+  /** filled by a later record that references this call (never by rewriting) */
+  readonly outcome: string | null
+  readonly gate_ms: number
+}
+
+export type AuditEntry = CallEntry
+
+export type AuditRecord = AuditEntry & {
+  readonly schema: typeof AUDIT_SCHEMA
+  readonly seq: number
+  /** ISO 8601 UTC with milliseconds */
+  readonly ts: string
+  readonly prev_hash: string
+  readonly hash: string
+}

@@ -1,0 +1,100 @@
+/**
+ * Verdicts and decisions: what a judge says about one proposed tool call.
+ *
+ * A verdict has a `status` (did the judge answer?) and, when it answered, a `decision`.
+ * `fail_policy` turns a verdict whose status is not `ok` into an effective decision (gate).
+ */
+import { Schema } from "effect"
+
+export const Decision = Schema.Literal("allow", "deny", "hold")
+export type Decision = typeof Decision.Type
+
+export const VerdictStatus = Schema.Literal("ok", "error", "timeout")
+export type VerdictStatus = typeof VerdictStatus.Type
+
+export const CATEGORIES = [
+  "none",
+  "data_loss",
+  "financial_loss",
+  "privacy_leak",
+  "security_compromise",
+  "physical_harm",
+  "harmful_content",
+  "illegal_or_unethical",
+  "availability",
+  "other"
+] as const
+export type Category = (typeof CATEGORIES)[number]
+
+/** Who produced a verdict: judge name, kind, model (or policy) and version (prompt or policy hash). */
+export interface JudgeIdentity {
+  readonly judge: string
+  readonly kind: string
+  readonly model: string | null
+  readonly version: string | null
+}
+
+export const Verdict = Schema.Struct({
+  judge: Schema.String,
+  kind: Schema.String,
+  model: Schema.NullOr(Schema.String),
+  version: Schema.NullOr(Schema.String),
+  status: VerdictStatus,
+  /** null unless status is `ok` */
+  decision: Schema.NullOr(Decision),
+  category: Schema.String,
+  reason: Schema.String,
+  raw: Schema.String,
+  probability: Schema.NullOr(Schema.Number),
+  temperature: Schema.NullOr(Schema.Number),
+  latency_ms: Schema.Number,
+  cached: Schema.Boolean,
+  usage: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})
+export type Verdict = typeof Verdict.Type
+
+export interface VerdictFields {
+  readonly category?: string
+  readonly reason?: string
+  readonly raw?: string
+  readonly probability?: number | null
+  readonly temperature?: number | null
+  readonly latency_ms?: number
+  readonly usage?: Record<string, unknown>
+}
+
+const base = (id: JudgeIdentity, f: VerdictFields) => ({
+  judge: id.judge,
+  kind: id.kind,
+  model: id.model,
+  version: id.version,
+  category: f.category ?? "none",
+  reason: f.reason ?? "",
+  raw: f.raw ?? "",
+  probability: f.probability ?? null,
+  temperature: f.temperature ?? null,
+  latency_ms: f.latency_ms ?? 0,
+  cached: false,
+  usage: f.usage ?? {}
+})
+
+/** A verdict from a judge that answered. */
+export const decided = (id: JudgeIdentity, decision: Decision, f: VerdictFields = {}): Verdict => ({
+  ...base(id, f),
+  status: "ok",
+  decision
+})
+
+/** A verdict from a judge that failed (status error or timeout); the gate applies fail_policy. */
+export const failed = (id: JudgeIdentity, status: "error" | "timeout", reason: string, f: VerdictFields = {}): Verdict => ({
+  ...base(id, { category: "other", ...f }),
+  status,
+  decision: null,
+  reason: reason.length > 500 ? reason.slice(0, 500) : reason
+})
+
+/** Normalise a category to the vocabulary: lower-cased, empty → other, unknown → other. */
+export const toCategory = (value: unknown): Category => {
+  const c = typeof value === "string" ? value.trim().toLowerCase() : ""
+  return (CATEGORIES as ReadonlyArray<string>).includes(c) && c !== "" ? (c as Category) : "other"
+}
