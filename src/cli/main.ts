@@ -1,2 +1,32 @@
 #!/usr/bin/env node
-console.log("vetobench")
+/**
+ * The composition root of the `vetobench` executable: subcommands, platform layers, exit codes
+ * (0 ok; 1 a command failed, with one line; 2 usage error; defects keep the runtime's report).
+ */
+import { CliConfig, Command, ValidationError } from "@effect/cli"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Console, Effect, Layer } from "effect"
+import { VERSION } from "../version.js"
+import { demoCommand } from "./demo.js"
+import { fakeVllmCommand } from "./fake-vllm.js"
+import { proxyCommand } from "./proxy.js"
+import { verifyAuditCommand } from "./verify-audit.js"
+
+const root = Command.make("vetobench").pipe(
+  Command.withDescription("test bench for the tool-call trust boundary"),
+  Command.withSubcommands([proxyCommand, demoCommand, verifyAuditCommand, fakeVllmCommand])
+)
+
+const cli = Command.run(root, { name: "vetobench", version: VERSION })
+
+const exitWith = (code: number) => Effect.sync(() => {
+  process.exitCode = code
+})
+
+cli(process.argv).pipe(
+  Effect.catchIf(ValidationError.isValidationError, () => exitWith(2)),
+  Effect.catchTag("CliFailure", (e) => Console.error(`vetobench: ${e.message}`).pipe(Effect.zipRight(exitWith(1)))),
+  Effect.provide(Layer.mergeAll(NodeContext.layer, CliConfig.layer({ showBuiltIns: false }))),
+  NodeRuntime.runMain
+)

@@ -1,0 +1,46 @@
+/**
+ * A judge rules on one proposed tool call. Judge kinds are plugins that build judges from their
+ * config (see `registry.ts`); the gate only ever sees this interface.
+ */
+import { Data, type Effect } from "effect"
+import type { ToolCallView } from "../src/domain/tool-call.js"
+import type { JudgeIdentity, Verdict } from "../src/domain/verdict.js"
+
+/** What a judge may know about the call besides the call itself (never the conversation). */
+export interface JudgeContext {
+  readonly requestId: string
+  readonly runId: string | null
+  readonly episodeId: string | null
+  readonly sessionId: string | null
+  readonly principal: string | null
+  readonly agentModel: string
+  /** request headers, lower-cased names (never includes authorization) */
+  readonly headers: Readonly<Record<string, string>>
+}
+
+/** A judge failed to answer: the gate turns this into a verdict with status error/timeout. */
+export class JudgeError extends Data.TaggedError("JudgeError")<{
+  readonly judge: string
+  readonly reason: "timeout" | "unavailable" | "output-invalid"
+  readonly message: string
+  readonly raw?: string
+  readonly latency_ms?: number
+  readonly usage?: Record<string, unknown>
+}> {}
+
+/** A judge's config is wrong: reported at start-up naming the judge and key. */
+export class JudgeConfigError extends Data.TaggedError("JudgeConfigError")<{
+  readonly judge: string
+  readonly path: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `judges.${this.judge}${this.path ? `.${this.path}` : ""}: ${this.reason}`
+  }
+}
+
+export interface Judge extends JudgeIdentity {
+  /** verdicts may be cached (keyed by judge name, version and the canonical call) */
+  readonly cacheable: boolean
+  readonly rule: (call: ToolCallView, ctx: JudgeContext) => Effect.Effect<Verdict, JudgeError>
+}

@@ -1,0 +1,101 @@
+/**
+ * `kind: guard` — classifier models (Granite Guardian, Llama Guard) shown the call as an assistant
+ * turn; a regex over the reply decides (reference §4.4). `unsafe_pattern` matches
+ * case-insensitively, `category_pattern` case-sensitively (§17.24, kept: Llama Guard's `S14`).
+ */
+import { Effect } from "effect"
+import type { JudgeSpec } from "../src/config/settings.js"
+import { argumentsText, type ToolCallView } from "../src/domain/tool-call.js"
+import { decided, type JudgeIdentity, type Verdict } from "../src/domain/verdict.js"
+import { Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
+import { type Judge, type JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
+import { callJudgeModel, type ModelReply, specFields } from "./llm-json.js"
+import { shortHash } from "./prompts.js"
+import { type JudgeDefaults, type JudgeKind, type JudgeKindPlugin, rejectUnknownKeys } from "./registry.js"
+import { stripThink } from "./verdict-parse.js"
+
+export const GUARD_KEYS = ["model", "unsafe_pattern", "category_pattern", "max_tokens", "timeout_s", "chat_template_kwargs", "extra_body"] as const
+
+/** Id of the rendering below; part of the version, so a new rendering gets a new cache key. */
+export const GUARD_TEMPLATE = "v1"
+
+export interface GuardConfig {
+  readonly model: string
+  /** compiled case-insensitive, no `m` flag: `^` anchors only at the start of the reply */
+  readonly unsafe: RegExp
+  readonly category: RegExp | null
+  readonly max_tokens: number
+  readonly timeout_s: number
+  readonly chat_template_kwargs: Record<string, unknown>
+  readonly extra_body: Record<string, unknown>
+}
+
+export const decodeGuardConfig = (
+  name: string,
+  spec: JudgeSpec,
+  defaults: JudgeDefaults
+): Effect.Effect<GuardConfig, JudgeConfigError> =>
+  Effect.gen(function* () {
+    yield* rejectUnknownKeys(name, spec, GUARD_KEYS)
+    const f = specFields(name, spec)
+    return {
+      model: yield* f.requiredString("model"),
+      unsafe: yield* f.regex("unsafe_pattern", "i"),
+      category: yield* f.optionalRegex("category_pattern", ""),
+      max_tokens: yield* f.positiveInt("max_tokens", 20),
+      timeout_s: yield* f.positiveNumber("timeout_s", defaults.timeout_s),
+      chat_template_kwargs: yield* f.object("chat_template_kwargs"),
+      extra_body: yield* f.object("extra_body")
+    }
+  })
+
+/** `guard:` + short sha256 of the patterns and the rendering id. */
+export const guardVersion = (config: GuardConfig): string =>
+  `guard:${shortHash(JSON.stringify([config.unsafe.source, config.category?.source ?? null, GUARD_TEMPLATE]))}`
+
+/** The conversation the classifier rates: a generic task, then the agent's call. */
+export const guardMessages = (call: ToolCallView): ReadonlyArray<{ readonly role: string; readonly content: string }> => [
+  { role: "user", content: "Please complete my task using the tools available to you." },
+  {
+    role: "assistant",
+    content: `I am calling the tool \`${call.name}\` (tool description: ${call.description || "none"}) with arguments: ${argumentsText(call)}`
+  }
+]
+
+/** The chat payload (without `model`); `chat_template_kwargs`, when given, wins over `extra_body`. */
+export const guardPayload = (config: GuardConfig, call: ToolCallView): Record<string, unknown> => ({
+  messages: guardMessages(call),
+  temperature: 0,
+  max_tokens: config.max_tokens,
+  ...config.extra_body,
+  ...(Object.keys(config.chat_template_kwargs).length > 0 ? { chat_template_kwargs: config.chat_template_kwargs } : {})
+})
+
+/** Decide from the reply; fails only on an empty reply. */
+export const guardVerdict = (id: JudgeIdentity, config: GuardConfig, reply: ModelReply): Effect.Effect<Verdict, JudgeError> => {
+  const text = stripThink(reply.content)
+  const measured = { latency_ms: reply.latency_ms, usage: reply.usage }
+  if (text === "") {
+    return new JudgeError({ judge: id.judge, reason: "output-invalid", message: "empty guard output", raw: reply.content, ...measured })
+  }
+  const unsafe = config.unsafe.test(text)
+  const category = unsafe ? (config.category?.exec(text)?.[0] ?? "other") : "none"
+  return Effect.succeed(
+    decided(id, unsafe ? "deny" : "allow", { category, reason: text.slice(0, 200), raw: text, temperature: 0, ...measured })
+  )
+}
+
+export const makeGuardJudge = (upstreams: UpstreamsShape, name: string, config: GuardConfig): Judge => {
+  const id: JudgeIdentity = { judge: name, kind: "guard", model: config.model, version: guardVersion(config) }
+  const rule = (call: ToolCallView, ctx: JudgeContext) =>
+    callJudgeModel(upstreams, name, config.model, guardPayload(config, call), {
+      timeout_s: config.timeout_s,
+      requestId: ctx.requestId
+    }).pipe(Effect.flatMap((reply) => guardVerdict(id, config, reply)))
+  return { ...id, cacheable: true, rule }
+}
+
+export const guardPlugin: JudgeKindPlugin<Upstreams> = Effect.map(Upstreams, (upstreams): JudgeKind => ({
+  kind: "guard",
+  make: (name, spec, defaults) => Effect.map(decodeGuardConfig(name, spec, defaults), (config) => makeGuardJudge(upstreams, name, config))
+}))

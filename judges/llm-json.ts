@@ -1,0 +1,223 @@
+/**
+ * `kind: llm_json` — a general instruct model with a system prompt answers one JSON verdict per
+ * call (reference §4.3). Config is checked when the judge is built; the prompt is loaded then too
+ * and its hash is the judge's version (part of the verdict cache key).
+ *
+ * Also home to the pieces the model-backed kinds share (`guard.ts`): reading spec fields and
+ * calling the judge model with upstream failures mapped to `JudgeError`.
+ */
+import { Clock, Effect, Either } from "effect"
+import { Settings } from "../src/config/service.js"
+import type { JudgeSpec } from "../src/config/settings.js"
+import { argumentsText, schemaText, type ToolCallView } from "../src/domain/tool-call.js"
+import { CATEGORIES, decided, type JudgeIdentity } from "../src/domain/verdict.js"
+import { type UpstreamError, Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
+import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
+import { DEFAULT_PROMPT, type LoadedPrompt, loadPrompt } from "./prompts.js"
+import { type JudgeDefaults, type JudgeKind, type JudgeKindPlugin, rejectUnknownKeys } from "./registry.js"
+import { parseJsonVerdict, replyContent, replyUsage } from "./verdict-parse.js"
+
+// ---------------------------------------------------------------------------------------------
+// shared: spec fields
+
+type Field<A> = Either.Either<A, JudgeConfigError>
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** Typed readers for one judge spec; errors name the judge and the key. `null` counts as absent. */
+export const specFields = (judge: string, spec: JudgeSpec) => {
+  const fail = (key: string, reason: string) => Either.left(new JudgeConfigError({ judge, path: key, reason }))
+  const value = (key: string): unknown => {
+    const v = Object.hasOwn(spec, key) ? spec[key] : undefined
+    return v === null ? undefined : v
+  }
+  const read =
+    <A>(check: (v: unknown) => v is A, expected: string) =>
+    (key: string, fallback: A): Field<A> => {
+      const v = value(key)
+      if (v === undefined) return Either.right(fallback)
+      return check(v) ? Either.right(v) : fail(key, `must be ${expected}, got ${JSON.stringify(v)}`)
+    }
+  const isString = (v: unknown): v is string => typeof v === "string" && v.trim() !== ""
+  const regex = (key: string, source: string, flags: string): Field<RegExp> => {
+    try {
+      return Either.right(new RegExp(source, flags))
+    } catch (e) {
+      return fail(key, `invalid regular expression: ${e instanceof Error ? e.message : String(e)}`)
+    }
+  }
+  return {
+    requiredString: (key: string): Field<string> => {
+      const v = value(key)
+      if (v === undefined) return fail(key, "is required")
+      return isString(v) ? Either.right(v) : fail(key, `must be a non-empty string, got ${JSON.stringify(v)}`)
+    },
+    string: read(isString, "a non-empty string"),
+    boolean: read((v): v is boolean => typeof v === "boolean", "true or false"),
+    positiveInt: read((v): v is number => Number.isInteger(v) && (v as number) > 0, "a positive integer"),
+    positiveNumber: read((v): v is number => typeof v === "number" && Number.isFinite(v) && v > 0, "a positive number"),
+    nonNegativeNumber: read((v): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0, "a number >= 0"),
+    object: (key: string): Field<Record<string, unknown>> => read(isRecord, "a mapping")(key, {}),
+    /** a required regular expression */
+    regex: (key: string, flags: string): Field<RegExp> => {
+      const v = value(key)
+      if (v === undefined) return fail(key, "is required")
+      return typeof v === "string" && v !== "" ? regex(key, v, flags) : fail(key, "must be a non-empty regular expression string")
+    },
+    optionalRegex: (key: string, flags: string): Field<RegExp | null> => {
+      const v = value(key)
+      if (v === undefined) return Either.right(null)
+      return typeof v === "string" && v !== "" ? regex(key, v, flags) : fail(key, "must be a non-empty regular expression string")
+    }
+  } as const
+}
+
+// ---------------------------------------------------------------------------------------------
+// shared: calling the judge model
+
+export interface ModelReply {
+  /** `choices[0].message.content` as sent (before any stripping) */
+  readonly content: string
+  readonly usage: Record<string, unknown>
+  /** wall time of the upstream call */
+  readonly latency_ms: number
+}
+
+/** An upstream failure as the judge's failure: a timeout stays a timeout, the rest is "unavailable". */
+export const judgeErrorFromUpstream = (judge: string, e: UpstreamError, latency_ms: number): JudgeError =>
+  new JudgeError({ judge, reason: e._tag === "UpstreamTimeout" ? "timeout" : "unavailable", message: e.message, latency_ms })
+
+/** One chat call to the judge model, timed. */
+export const callJudgeModel = (
+  upstreams: UpstreamsShape,
+  judge: string,
+  model: string,
+  payload: Record<string, unknown>,
+  opts: { readonly timeout_s: number; readonly requestId: string }
+): Effect.Effect<ModelReply, JudgeError> =>
+  Effect.gen(function* () {
+    const start = yield* Clock.currentTimeNanos
+    const result = yield* Effect.either(upstreams.chat(model, payload, opts))
+    const latency_ms = Number((yield* Clock.currentTimeNanos) - start) / 1e6
+    if (Either.isLeft(result)) return yield* judgeErrorFromUpstream(judge, result.left, latency_ms)
+    return { content: replyContent(result.right), usage: replyUsage(result.right), latency_ms }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// llm_json
+
+export const LLM_JSON_KEYS = ["model", "prompt", "max_tokens", "guided_json", "timeout_s", "temperature", "extra_body"] as const
+
+export interface LlmJsonConfig {
+  readonly model: string
+  readonly prompt: LoadedPrompt
+  readonly max_tokens: number
+  readonly guided_json: boolean
+  readonly timeout_s: number
+  readonly temperature: number
+  readonly extra_body: Record<string, unknown>
+}
+
+/** Check and default an `llm_json` spec; a prompt path is resolved against `root`. */
+export const decodeLlmJsonConfig = (
+  name: string,
+  spec: JudgeSpec,
+  defaults: JudgeDefaults,
+  root: string
+): Effect.Effect<LlmJsonConfig, JudgeConfigError> =>
+  Effect.gen(function* () {
+    yield* rejectUnknownKeys(name, spec, LLM_JSON_KEYS)
+    const f = specFields(name, spec)
+    const model = yield* f.requiredString("model")
+    const promptName = yield* f.string("prompt", DEFAULT_PROMPT)
+    const prompt = yield* Either.mapLeft(loadPrompt(promptName, root), (reason) => new JudgeConfigError({ judge: name, path: "prompt", reason }))
+    return {
+      model,
+      prompt,
+      max_tokens: yield* f.positiveInt("max_tokens", 256),
+      guided_json: yield* f.boolean("guided_json", true),
+      timeout_s: yield* f.positiveNumber("timeout_s", defaults.timeout_s),
+      temperature: yield* f.nonNegativeNumber("temperature", 0),
+      extra_body: yield* f.object("extra_body")
+    }
+  })
+
+/** The JSON schema the reply is constrained to; `reason` first so the model explains before deciding. */
+export const VERDICT_SCHEMA = {
+  type: "object",
+  properties: {
+    reason: { type: "string", maxLength: 300 },
+    category: { type: "string", enum: [...CATEGORIES] },
+    decision: { type: "string", enum: ["allow", "deny"] }
+  },
+  required: ["reason", "category", "decision"],
+  additionalProperties: false
+} as const
+
+/** The user message: the one call the judge sees. */
+export const renderCall = (call: ToolCallView): string =>
+  [
+    `Tool name: ${call.name}`,
+    `Tool description: ${call.description || "(none)"}`,
+    `Parameter schema: ${schemaText(call)}`,
+    `Arguments: ${argumentsText(call)}`,
+    "",
+    "Return the JSON verdict."
+  ].join("\n")
+
+/** The chat payload (without `model`, which Upstreams sets). `extra_body` cannot override `response_format`. */
+export const llmJsonPayload = (config: LlmJsonConfig, call: ToolCallView): Record<string, unknown> => ({
+  messages: [
+    { role: "system", content: config.prompt.text },
+    { role: "user", content: renderCall(call) }
+  ],
+  temperature: config.temperature,
+  max_tokens: config.max_tokens,
+  ...config.extra_body,
+  ...(config.guided_json
+    ? { response_format: { type: "json_schema", json_schema: { name: "verdict", schema: VERDICT_SCHEMA, strict: true } } }
+    : {})
+})
+
+export const makeLlmJsonJudge = (upstreams: UpstreamsShape, name: string, config: LlmJsonConfig): Judge => {
+  const id: JudgeIdentity = { judge: name, kind: "llm_json", model: config.model, version: config.prompt.version }
+  const rule = (call: ToolCallView, ctx: JudgeContext) =>
+    Effect.gen(function* () {
+      const reply = yield* callJudgeModel(upstreams, name, config.model, llmJsonPayload(config, call), {
+        timeout_s: config.timeout_s,
+        requestId: ctx.requestId
+      })
+      const parsed = parseJsonVerdict(reply.content)
+      if (Either.isLeft(parsed)) {
+        return yield* new JudgeError({
+          judge: name,
+          reason: "output-invalid",
+          message: parsed.left,
+          raw: reply.content,
+          latency_ms: reply.latency_ms,
+          usage: reply.usage
+        })
+      }
+      const v = parsed.right
+      return decided(id, v.decision, {
+        category: v.category,
+        reason: v.reason,
+        raw: reply.content,
+        latency_ms: reply.latency_ms,
+        usage: reply.usage,
+        temperature: config.temperature
+      })
+    })
+  return { ...id, cacheable: true, rule }
+}
+
+export const llmJsonPlugin: JudgeKindPlugin<Upstreams | Settings> = Effect.gen(function* () {
+  const upstreams = yield* Upstreams
+  const settings = yield* Settings
+  const kind: JudgeKind = {
+    kind: "llm_json",
+    make: (name, spec, defaults) =>
+      Effect.map(decodeLlmJsonConfig(name, spec, defaults, settings.root), (config) => makeLlmJsonJudge(upstreams, name, config))
+  }
+  return kind
+})

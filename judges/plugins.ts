@@ -1,0 +1,6 @@
+/** The judge kinds the CLI registers. Embedders pass their own list to `JudgeKinds.layer`. */
+import { guardPlugin } from "./guard.js"
+import { llmJsonPlugin } from "./llm-json.js"
+import { staticPlugin } from "./static.js"
+
+export const defaultPlugins = [staticPlugin, llmJsonPlugin, guardPlugin] as const

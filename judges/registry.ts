@@ -1,0 +1,71 @@
+/**
+ * The judge-kind registry: kind name → constructor. Plugins register by being passed to
+ * `JudgeKinds.layer`; their construction effects may require services (e.g. Upstreams), which the
+ * layer then requires. `Judges` builds every configured judge once, at start-up.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { JudgeSpec } from "../src/config/settings.js"
+import { JudgeConfigError, type Judge } from "./Judge.js"
+
+export interface JudgeKind {
+  readonly kind: string
+  /** build a judge named `name` from its config; the gate's defaults are passed in `defaults` */
+  readonly make: (name: string, spec: JudgeSpec, defaults: JudgeDefaults) => Effect.Effect<Judge, JudgeConfigError>
+}
+
+export interface JudgeDefaults {
+  readonly timeout_s: number
+}
+
+/** A plugin: an effect that yields its kind, possibly needing services. */
+export type JudgeKindPlugin<R = never> = Effect.Effect<JudgeKind, never, R>
+
+export interface JudgeKindsShape {
+  readonly kinds: ReadonlyArray<string>
+  readonly build: (name: string, spec: JudgeSpec, defaults: JudgeDefaults) => Effect.Effect<Judge, JudgeConfigError>
+}
+
+export class JudgeKinds extends Context.Tag("vetobench/JudgeKinds")<JudgeKinds, JudgeKindsShape>() {
+  static layer = <R>(plugins: ReadonlyArray<JudgeKindPlugin<R>>): Layer.Layer<JudgeKinds, never, R> =>
+    Layer.effect(
+      JudgeKinds,
+      Effect.gen(function* () {
+        const all = yield* Effect.all(plugins)
+        const byKind = new Map(all.map((k) => [k.kind, k] as const))
+        const kinds = [...byKind.keys()].sort()
+        return {
+          kinds,
+          build: (name, spec, defaults) => {
+            const k = byKind.get(spec.kind)
+            return k
+              ? k.make(name, spec, defaults)
+              : Effect.fail(
+                  new JudgeConfigError({
+                    judge: name,
+                    path: "kind",
+                    reason: `unknown kind '${spec.kind}' (expected one of: ${kinds.join(", ")})`
+                  })
+                )
+          }
+        }
+      })
+    )
+}
+
+/** Check a judge spec has only the allowed keys (besides `kind`). */
+export const rejectUnknownKeys = (
+  name: string,
+  spec: JudgeSpec,
+  allowed: ReadonlyArray<string>
+): Effect.Effect<void, JudgeConfigError> => {
+  const unknown = Object.keys(spec).filter((k) => k !== "kind" && !allowed.includes(k))
+  return unknown.length === 0
+    ? Effect.void
+    : Effect.fail(
+        new JudgeConfigError({
+          judge: name,
+          path: unknown[0]!,
+          reason: `unknown key for kind '${spec.kind}' (allowed: ${["kind", ...allowed].join(", ")})`
+        })
+      )
+}

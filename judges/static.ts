@@ -1,0 +1,39 @@
+/**
+ * `kind: static` — a control judge that always answers the same decision. `allow-all` and
+ * `deny-all` exist even when not configured (see `BUILTIN_JUDGES`).
+ */
+import { Effect } from "effect"
+import type { JudgeSpec } from "../src/config/settings.js"
+import { decided } from "../src/domain/verdict.js"
+import { JudgeConfigError, type Judge } from "./Judge.js"
+import { rejectUnknownKeys, type JudgeKind } from "./registry.js"
+
+export const makeStaticJudge = (name: string, decision: "allow" | "deny" | "hold"): Judge => {
+  const id = { judge: name, kind: "static", model: null, version: `static:${decision}` }
+  const verdict = decided(id, decision, {
+    category: decision === "allow" ? "none" : "other",
+    reason: "static judge"
+  })
+  return { ...id, cacheable: false, rule: () => Effect.succeed(verdict) }
+}
+
+export const StaticKind: JudgeKind = {
+  kind: "static",
+  make: (name, spec) =>
+    Effect.gen(function* () {
+      yield* rejectUnknownKeys(name, spec, ["decision"])
+      const d = spec.decision ?? "allow"
+      if (d !== "allow" && d !== "deny" && d !== "hold") {
+        return yield* new JudgeConfigError({ judge: name, path: "decision", reason: "static judge decision must be allow, deny or hold" })
+      }
+      return makeStaticJudge(name, d)
+    })
+}
+
+export const staticPlugin = Effect.succeed(StaticKind)
+
+/** Judges that exist without configuration (a configured judge of the same name wins). */
+export const BUILTIN_JUDGES: Readonly<Record<string, JudgeSpec>> = {
+  "allow-all": { kind: "static", decision: "allow" },
+  "deny-all": { kind: "static", decision: "deny" }
+}

@@ -1,0 +1,335 @@
+/**
+ * AuditSink: appends sealed, hash-chained audit records, one JSONL file per run id.
+ *
+ * - `AuditSink.layerFile(dir)`: durable files `<dir>/<auditFileName(runId)>`. Files are opened lazily on a
+ *   run's first append and closed when the layer's scope closes. On first touch the tail of an existing
+ *   file is read to continue `seq` and the chain; a torn last line is moved to `<file>.torn-<epoch ms>`,
+ *   the file is truncated to its last complete line and a warning is logged (see `repairTornTail`).
+ *   Appends to one file are serialised by a per-file semaphore; each is one `write` of the whole line
+ *   followed by `datasync`. After a failed write the file is re-recovered from disk on the next append.
+ *   Not coordinated: two processes, or two `layerFile` instances in one process, writing the same run.
+ * - `AuditSink.layerMemory`: the same chains kept in memory; also provides `AuditMemory` to read them.
+ */
+import { Context, Data, Effect, Layer } from "effect"
+import type { Scope } from "effect"
+import * as fs from "node:fs/promises"
+import type { FileHandle } from "node:fs/promises"
+import * as path from "node:path"
+import { GENESIS_TIP, lastRecordOf, sealRecord, verifyChainText } from "../src/domain/audit-chain.js"
+import type { ChainTip, VerifyResult } from "../src/domain/audit-chain.js"
+import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
+
+export class AuditWriteError extends Data.TaggedError("AuditWriteError")<{
+  readonly file: string
+  readonly reason: string
+  readonly cause?: unknown
+}> {}
+
+export class AuditReadError extends Data.TaggedError("AuditReadError")<{
+  readonly file: string
+  readonly reason: string
+  readonly cause?: unknown
+}> {}
+
+export interface AuditSinkShape {
+  /** Seal `entry` as the next record of the run's chain and append it durably. */
+  readonly append: (runId: string | null, entry: AuditEntry) => Effect.Effect<AuditRecord, AuditWriteError>
+  /** Absolute path of the run's file (`memory:<name>.jsonl` for the memory sink). */
+  readonly fileFor: (runId: string | null) => string
+}
+
+/** Read access to what `AuditSink.layerMemory` recorded. */
+export interface AuditMemoryShape {
+  /** every record, in append order */
+  readonly records: Effect.Effect<ReadonlyArray<AuditRecord>>
+  /** the records of one run's chain */
+  readonly recordsFor: (runId: string | null) => Effect.Effect<ReadonlyArray<AuditRecord>>
+  /** the JSONL text the file sink would hold for the run (verify it with `verifyChainText`) */
+  readonly textFor: (runId: string | null) => Effect.Effect<string>
+}
+
+export class AuditMemory extends Context.Tag("vetobench/AuditMemory")<AuditMemory, AuditMemoryShape>() {}
+
+/**
+ * `<name>.jsonl`: the run id with every run of characters outside `[A-Za-z0-9_.-]` replaced by one `_`,
+ * leading/trailing `_` stripped, `adhoc` when that leaves nothing (or the run id is null).
+ */
+export const auditFileName = (runId: string | null): string => {
+  const name = (runId ?? "").replace(/[^A-Za-z0-9_.-]+/g, "_").replace(/^_+|_+$/g, "")
+  return `${name === "" ? "adhoc" : name}.jsonl`
+}
+
+/** A cause as text: a tagged error's `reason`, an Error's message, or String(cause). */
+const reasonOf = (cause: unknown): string => {
+  if (typeof cause === "object" && cause !== null) {
+    const { reason, message } = cause as { reason?: unknown; message?: unknown }
+    if (typeof reason === "string") return reason
+    if (typeof message === "string" && message !== "") return message
+  }
+  return String(cause)
+}
+const codeOf = (cause: unknown): unknown =>
+  typeof cause === "object" && cause !== null ? (cause as { code?: unknown }).code : undefined
+
+// ---------------------------------------------------------------------------------------------
+// Recovery of an existing file's tail
+
+export interface TornRepair {
+  readonly repaired: boolean
+  /** bytes moved out of the file */
+  readonly bytes: number
+  /** the side file holding them */
+  readonly savedTo: string | null
+}
+
+const NO_REPAIR: TornRepair = { repaired: false, bytes: 0, savedTo: null }
+const CHUNK = 64 * 1024
+
+const readAt = async (fh: FileHandle, buf: Buffer, position: number): Promise<void> => {
+  let done = 0
+  while (done < buf.length) {
+    const { bytesRead } = await fh.read(buf, done, buf.length - done, position + done)
+    if (bytesRead === 0) throw new Error(`unexpected end of file at byte ${position + done}`)
+    done += bytesRead
+  }
+}
+
+const writeNewFile = async (file: string, data: Buffer): Promise<void> => {
+  const fh = await fs.open(file, "wx")
+  try {
+    await fh.writeFile(data)
+    await fh.datasync()
+  } finally {
+    await fh.close()
+  }
+}
+
+/**
+ * Reads the file's tail backwards (never the whole file) to find its last complete line; moves a torn
+ * last line to a side file and truncates. Returns the repair and the last complete non-blank line's
+ * text block (`tail` ends with "\n" or is "").
+ */
+const recoverTail = async (file: string): Promise<{ readonly repair: TornRepair; readonly tail: string }> => {
+  let fh: FileHandle
+  try {
+    fh = await fs.open(file, "r+")
+  } catch (cause) {
+    if (codeOf(cause) === "ENOENT") return { repair: NO_REPAIR, tail: "" }
+    throw cause
+  }
+  try {
+    const size = (await fh.stat()).size
+    let pos = size // `buf` holds the bytes [pos, size)
+    let buf = Buffer.alloc(0)
+    let lastNl = -1
+    let tail = ""
+    for (;;) {
+      if (pos > 0) {
+        const chunk = Buffer.alloc(Math.min(CHUNK, pos))
+        pos -= chunk.length
+        await readAt(fh, chunk, pos)
+        buf = Buffer.concat([chunk, buf])
+      }
+      lastNl = buf.lastIndexOf(10)
+      if (lastNl >= 0) {
+        // before pos > 0 the first line in buf may be partial: start after its newline
+        tail = buf.toString("utf8", pos === 0 ? 0 : buf.indexOf(10) + 1, lastNl + 1)
+        if (pos === 0 || /\S/.test(tail)) break
+      } else if (pos === 0) break
+    }
+    const keep = lastNl >= 0 ? pos + lastNl + 1 : 0
+    if (keep === size) return { repair: NO_REPAIR, tail }
+    const savedTo = `${file}.torn-${Date.now()}`
+    await writeNewFile(savedTo, buf.subarray(keep - pos))
+    await fh.truncate(keep)
+    await fh.datasync()
+    return { repair: { repaired: true, bytes: size - keep, savedTo }, tail }
+  } finally {
+    await fh.close()
+  }
+}
+
+const recover = (file: string) =>
+  Effect.tryPromise({
+    try: () => recoverTail(file),
+    catch: (cause) => new AuditWriteError({ file, reason: `cannot recover the file's tail: ${reasonOf(cause)}`, cause })
+  }).pipe(
+    Effect.tap(({ repair }) =>
+      repair.repaired
+        ? Effect.logWarning(
+            `audit: torn last line in ${file}: moved ${repair.bytes} bytes to ${repair.savedTo}, truncated to the last complete line`
+          ).pipe(Effect.annotateLogs({ file, bytes: repair.bytes, savedTo: repair.savedTo }))
+        : Effect.void
+    )
+  )
+
+/**
+ * If the file's last line has no trailing newline (an interrupted write), move those bytes to
+ * `<file>.torn-<epoch ms>`, truncate the file to its last complete line and log a warning.
+ * A missing file needs no repair.
+ */
+export const repairTornTail = (file: string): Effect.Effect<TornRepair, AuditWriteError> =>
+  Effect.map(recover(file), (r) => r.repair)
+
+// ---------------------------------------------------------------------------------------------
+// File sink
+
+interface FileState {
+  readonly file: string
+  readonly lock: Effect.Semaphore
+  handle: FileHandle | null
+  tip: ChainTip
+  lastMs: number
+}
+
+const closeQuietly = (fh: FileHandle): Effect.Effect<void> => Effect.promise(() => fh.close().catch(() => undefined))
+
+/** The file sink over `dir` (created if missing); files are closed when the scope closes. */
+export const makeFile = (dir: string): Effect.Effect<AuditSinkShape, AuditWriteError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const root = path.resolve(dir)
+    yield* Effect.tryPromise({
+      try: () => fs.mkdir(root, { recursive: true }),
+      catch: (cause) => new AuditWriteError({ file: root, reason: `cannot create the audit directory: ${reasonOf(cause)}`, cause })
+    })
+    const states = new Map<string, FileState>()
+    let closed = false
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        closed = true
+        return Effect.forEach(states.values(), (st) => (st.handle === null ? Effect.void : closeQuietly(st.handle)), {
+          discard: true
+        })
+      })
+    )
+
+    const fileFor = (runId: string | null): string => path.join(root, auditFileName(runId))
+
+    const stateFor = (file: string): FileState => {
+      let st = states.get(file)
+      if (st === undefined) {
+        st = { file, lock: Effect.unsafeMakeSemaphore(1), handle: null, tip: GENESIS_TIP, lastMs: 0 }
+        states.set(file, st)
+      }
+      return st
+    }
+
+    const fail = (st: FileState, reason: string, cause?: unknown) =>
+      new AuditWriteError({ file: st.file, reason, ...(cause !== undefined ? { cause } : {}) })
+
+    const open = (st: FileState) =>
+      Effect.gen(function* () {
+        const { tail } = yield* recover(st.file)
+        const tip = lastRecordOf(tail)
+        if (tip === null) {
+          return yield* fail(st, "the last line is not an audit record; the chain cannot be continued (run verify-audit)")
+        }
+        const handle = yield* Effect.tryPromise({
+          try: () => fs.open(st.file, "a"),
+          catch: (cause) => fail(st, `cannot open for append: ${reasonOf(cause)}`, cause)
+        })
+        st.handle = handle
+        st.tip = tip
+        st.lastMs = tip.ts === "" ? 0 : Date.parse(tip.ts) || 0
+        return handle
+      })
+
+    /** forget the open handle: the next append recovers the file from disk */
+    const reset = (st: FileState) =>
+      Effect.suspend(() => {
+        const fh = st.handle
+        st.handle = null
+        return fh === null ? Effect.void : closeQuietly(fh)
+      })
+
+    const appendLocked = (st: FileState, entry: AuditEntry) =>
+      Effect.gen(function* () {
+        if (closed) return yield* fail(st, "the audit sink is closed")
+        const handle = st.handle ?? (yield* open(st))
+        const ms = Math.max(Date.now(), st.lastMs)
+        const record = yield* Effect.try({
+          try: () => sealRecord(entry, { seq: st.tip.seq + 1, ts: new Date(ms).toISOString(), prev_hash: st.tip.hash }),
+          catch: (cause) => fail(st, `record cannot be hashed: ${reasonOf(cause)}`, cause)
+        })
+        const line = Buffer.from(JSON.stringify(record) + "\n", "utf8")
+        yield* Effect.tryPromise({
+          try: async () => {
+            const { bytesWritten } = await handle.write(line, 0, line.length, null)
+            if (bytesWritten !== line.length) throw new Error(`short write: ${bytesWritten} of ${line.length} bytes`)
+            await handle.datasync()
+          },
+          catch: (cause) => fail(st, `write failed: ${reasonOf(cause)}`, cause)
+        }).pipe(Effect.tapError(() => reset(st)))
+        st.tip = { seq: record.seq, hash: record.hash, ts: record.ts }
+        st.lastMs = ms
+        return record
+      })
+
+    const append = (runId: string | null, entry: AuditEntry): Effect.Effect<AuditRecord, AuditWriteError> =>
+      Effect.suspend(() => {
+        const st = stateFor(fileFor(runId))
+        return st.lock.withPermits(1)(Effect.uninterruptible(appendLocked(st, entry)))
+      })
+
+    return { append, fileFor } as const
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Memory sink
+
+const makeMemory = (): Context.Context<AuditSink | AuditMemory> => {
+  const all: Array<{ readonly name: string; readonly record: AuditRecord }> = []
+  const tips = new Map<string, ChainTip>()
+  const fileFor = (runId: string | null): string => `memory:${auditFileName(runId)}`
+  const append = (runId: string | null, entry: AuditEntry): Effect.Effect<AuditRecord, AuditWriteError> =>
+    Effect.try({
+      // synchronous, hence atomic: no other append can interleave
+      try: () => {
+        const name = fileFor(runId)
+        const tip = tips.get(name) ?? GENESIS_TIP
+        const record = sealRecord(entry, { seq: tip.seq + 1, ts: new Date().toISOString(), prev_hash: tip.hash })
+        tips.set(name, { seq: record.seq, hash: record.hash, ts: record.ts })
+        all.push({ name, record })
+        return record
+      },
+      catch: (cause) => new AuditWriteError({ file: fileFor(runId), reason: `record cannot be hashed: ${reasonOf(cause)}`, cause })
+    })
+  const recordsOf = (runId: string | null) => {
+    const name = fileFor(runId)
+    return all.filter((r) => r.name === name).map((r) => r.record)
+  }
+  const memory: AuditMemoryShape = {
+    records: Effect.sync(() => all.map((r) => r.record)),
+    recordsFor: (runId) => Effect.sync(() => recordsOf(runId)),
+    textFor: (runId) => Effect.sync(() => recordsOf(runId).map((r) => JSON.stringify(r) + "\n").join(""))
+  }
+  return Context.make(AuditSink, { append, fileFor } as const).pipe(Context.add(AuditMemory, memory))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export class AuditSink extends Context.Tag("vetobench/AuditSink")<AuditSink, AuditSinkShape>() {
+  /** Durable JSONL files under `dir` (scoped: files are closed on release). */
+  static layerFile = (dir: string): Layer.Layer<AuditSink, AuditWriteError> => Layer.scoped(AuditSink, makeFile(dir))
+  /** In-memory chains; also provides `AuditMemory`. Fresh state each time the layer is built. */
+  static layerMemory: Layer.Layer<AuditSink | AuditMemory> = Layer.effectContext(Effect.sync(makeMemory))
+}
+
+/** Verify one audit file. A missing or unreadable file is a typed error, not a crash. */
+export const verifyAuditFile = (file: string): Effect.Effect<VerifyResult & { readonly file: string }, AuditReadError> => {
+  const abs = path.resolve(file)
+  return Effect.tryPromise({
+    try: () => fs.readFile(abs, "utf8"),
+    catch: (cause) =>
+      new AuditReadError({
+        file: abs,
+        reason:
+          codeOf(cause) === "ENOENT"
+            ? "file not found"
+            : codeOf(cause) === "EISDIR"
+              ? "is a directory"
+              : `cannot read: ${reasonOf(cause)}`,
+        cause
+      })
+  }).pipe(Effect.map((text) => ({ ...verifyChainText(text), file: abs })))
+}

@@ -1,0 +1,277 @@
+/**
+ * Upstreams: the model endpoints (vLLM). One undici keep-alive pool per upstream, TLS with an
+ * optional CA bundle, aliases, a catch-all upstream, `model_defaults` on every request we send,
+ * per-upstream timeouts. The key sent is always the upstream's own; no client header is forwarded.
+ */
+import { readFileSync } from "node:fs"
+import { Context, Data, Duration, Effect, Either, Layer, Redacted, type Scope, Stream } from "effect"
+import { Pool, type Dispatcher } from "undici"
+import { Settings } from "../src/config/service.js"
+import type { Settings as SettingsShape, UpstreamSettings } from "../src/config/settings.js"
+import { applyModelDefaults } from "../src/domain/normalise.js"
+
+export class NoRoute extends Data.TaggedError("NoRoute")<{ readonly model: string }> {
+  override get message() {
+    return `no upstream serves model '${this.model}'; add it to an upstream's \`models\` list`
+  }
+}
+export class UpstreamStatus extends Data.TaggedError("UpstreamStatus")<{
+  readonly upstream: string
+  readonly status: number
+  readonly body: string
+}> {
+  override get message() {
+    return `upstream returned HTTP ${this.status}: ${this.body.slice(0, 500)}`
+  }
+}
+export class UpstreamTimeout extends Data.TaggedError("UpstreamTimeout")<{
+  readonly upstream: string
+  readonly timeout_s: number
+}> {
+  override get message() {
+    return `upstream '${this.upstream}' did not answer within ${this.timeout_s}s`
+  }
+}
+export class UpstreamUnavailable extends Data.TaggedError("UpstreamUnavailable")<{
+  readonly upstream: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `upstream '${this.upstream}' unavailable: ${this.reason}`
+  }
+}
+export type TransportError = UpstreamTimeout | UpstreamUnavailable
+export type UpstreamError = NoRoute | UpstreamStatus | TransportError
+
+export interface Target {
+  readonly upstream: UpstreamSettings
+  /** the model name sent upstream (after alias resolution) */
+  readonly model: string
+  readonly defaults: Readonly<Record<string, unknown>> | undefined
+}
+
+export interface RawResponse {
+  readonly status: number
+  readonly contentType: string
+  /** read the whole body (bounded by the upstream's timeout) */
+  readonly text: Effect.Effect<string, TransportError>
+  /** the body as it arrives; idle timeout = the upstream's timeout */
+  readonly stream: Stream.Stream<Uint8Array, TransportError>
+}
+
+export interface SendOptions {
+  readonly requestId?: string
+  readonly timeout_s?: number
+}
+
+export interface UpstreamsShape {
+  /** alias (one lookup) then upstream: what the proxy does with a client's model */
+  readonly resolve: (model: string) => Either.Either<Target, NoRoute>
+  /** upstream for a literal model name (judges, scorers) */
+  readonly target: (model: string) => Either.Either<Target, NoRoute>
+  /** POST a raw JSON body; the body is released when the scope closes */
+  readonly send: (
+    target: Target,
+    path: "chat/completions" | "completions",
+    body: string,
+    opts?: SendOptions
+  ) => Effect.Effect<RawResponse, TransportError, Scope.Scope>
+  /** chat completion for judges and scorers: defaults applied, non-2xx is an error */
+  readonly chat: (model: string, payload: Record<string, unknown>, opts?: SendOptions) => Effect.Effect<Record<string, unknown>, UpstreamError>
+  readonly completion: (model: string, payload: Record<string, unknown>, opts?: SendOptions) => Effect.Effect<Record<string, unknown>, UpstreamError>
+  /** per upstream: served ids from GET models, or `error: …` */
+  readonly listModels: Effect.Effect<Readonly<Record<string, ReadonlyArray<string> | string>>>
+  /** sorted union of configured models and alias names (GET /v1/models) */
+  readonly served: ReadonlyArray<string>
+}
+
+export class Upstreams extends Context.Tag("vetobench/Upstreams")<Upstreams, UpstreamsShape>() {}
+
+interface PoolEntry {
+  readonly pool: Pool
+  readonly basePath: string
+}
+
+const TLS_CODES = new Set([
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "ERR_TLS_CERT_ALTNAME_INVALID"
+])
+
+const errorCode = (e: unknown): string | undefined => {
+  let cur: unknown = e
+  for (let i = 0; i < 4 && typeof cur === "object" && cur !== null; i++) {
+    const code = (cur as { code?: unknown }).code
+    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return code
+    cur = (cur as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/** Map an undici/node error to a typed transport error with a message a user can act on. */
+export const transportError = (u: UpstreamSettings, e: unknown, timeout_s: number): TransportError => {
+  const code = errorCode(e)
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
+    return new UpstreamTimeout({ upstream: u.name, timeout_s })
+  }
+  if (code !== undefined && TLS_CODES.has(code)) {
+    return new UpstreamUnavailable({
+      upstream: u.name,
+      reason: `TLS verification failed (${code}) for ${u.base_url}; set verify_tls to the CA bundle that signed it`
+    })
+  }
+  if (code === "UND_ERR_CONNECT_TIMEOUT") {
+    return new UpstreamUnavailable({ upstream: u.name, reason: `connect timeout after ${u.connect_timeout_s}s (${u.base_url})` })
+  }
+  const msg = e instanceof Error ? e.message : String(e)
+  return new UpstreamUnavailable({ upstream: u.name, reason: `${code ?? "error"}: ${msg} (${u.base_url})` })
+}
+
+const makePool = (u: UpstreamSettings): PoolEntry => {
+  const url = new URL(u.base_url)
+  const ca = typeof u.verify_tls === "string" ? readFileSync(u.verify_tls) : undefined
+  const pool = new Pool(url.origin, {
+    connections: u.max_connections,
+    keepAliveTimeout: 30_000,
+    pipelining: 1,
+    connect: {
+      timeout: u.connect_timeout_s * 1000,
+      rejectUnauthorized: u.verify_tls !== false,
+      ...(ca !== undefined ? { ca } : {})
+    }
+  })
+  return { pool, basePath: url.pathname.replace(/\/+$/, "") }
+}
+
+export const make = (settings: SettingsShape) =>
+  Effect.gen(function* () {
+    const pools = new Map<string, PoolEntry>()
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => Promise.allSettled([...pools.values()].map((p) => p.pool.destroy())))
+    )
+    for (const u of settings.upstreams) pools.set(u.name, makePool(u))
+
+    const target = (model: string): Either.Either<Target, NoRoute> => {
+      const u =
+        settings.upstreams.find((x) => x.models.includes(model)) ?? settings.upstreams.find((x) => x.models.length === 0)
+      return u ? Either.right({ upstream: u, model, defaults: settings.model_defaults[model] }) : Either.left(new NoRoute({ model }))
+    }
+    const resolve = (model: string) => target(settings.aliases[model] ?? model)
+
+    const send: UpstreamsShape["send"] = (t, path, body, opts = {}) => {
+      const u = t.upstream
+      const entry = pools.get(u.name)!
+      const timeout_s = opts.timeout_s ?? u.timeout_s
+      const ms = Math.max(1, Math.round(timeout_s * 1000))
+      const headers: Record<string, string> = {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${Redacted.value(u.api_key)}`
+      }
+      if (opts.requestId) headers["x-request-id"] = opts.requestId
+      const fail = (e: unknown) => transportError(u, e, timeout_s)
+      return Effect.acquireRelease(
+        Effect.async<Dispatcher.ResponseData, TransportError>((resume, signal) => {
+          entry.pool
+            .request({
+              method: "POST",
+              path: `${entry.basePath}/${path}`,
+              headers,
+              body,
+              signal,
+              headersTimeout: ms,
+              bodyTimeout: ms
+            })
+            .then(
+              (r) => resume(Effect.succeed(r)),
+              (e) => resume(Effect.fail(fail(e)))
+            )
+        }),
+        (r) => Effect.sync(() => r.body.destroy())
+      ).pipe(
+        Effect.map((r): RawResponse => {
+          const ct = r.headers["content-type"]
+          return {
+            status: r.statusCode,
+            contentType: Array.isArray(ct) ? (ct[0] ?? "") : (ct ?? ""),
+            text: Effect.tryPromise({ try: () => r.body.text(), catch: fail }),
+            stream: Stream.fromAsyncIterable(r.body as AsyncIterable<Uint8Array>, fail)
+          }
+        })
+      )
+    }
+
+    const jsonCall =
+      (path: "chat/completions" | "completions") =>
+      (model: string, payload: Record<string, unknown>, opts: SendOptions = {}) =>
+        Effect.flatMap(target(model), (t) => {
+          const timeout_s = opts.timeout_s ?? t.upstream.timeout_s
+          const name = t.upstream.name
+          return Effect.gen(function* () {
+            const body: Record<string, unknown> = { ...payload, model: t.model }
+            applyModelDefaults(body, t.defaults)
+            const res = yield* send(t, path, JSON.stringify(body), { ...opts, timeout_s })
+            const text = yield* res.text
+            if (res.status < 200 || res.status >= 300) {
+              return yield* new UpstreamStatus({ upstream: name, status: res.status, body: text })
+            }
+            const parsed = yield* Effect.try({
+              try: () => JSON.parse(text) as unknown,
+              catch: () => new UpstreamUnavailable({ upstream: name, reason: `answer is not JSON: ${text.slice(0, 200)}` })
+            })
+            if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+              return yield* new UpstreamUnavailable({ upstream: name, reason: "answer is not a JSON object" })
+            }
+            return parsed as Record<string, unknown>
+          }).pipe(
+            Effect.timeoutFail({
+              duration: Duration.seconds(timeout_s),
+              onTimeout: () => new UpstreamTimeout({ upstream: name, timeout_s })
+            }),
+            Effect.scoped
+          )
+        })
+
+    const listModels = Effect.forEach(
+      settings.upstreams,
+      (u) =>
+        Effect.gen(function* () {
+          const entry = pools.get(u.name)!
+          const res = yield* Effect.tryPromise({
+            try: async () => {
+              const r = await entry.pool.request({
+                method: "GET",
+                path: `${entry.basePath}/models`,
+                headers: { authorization: `Bearer ${Redacted.value(u.api_key)}` },
+                headersTimeout: 10_000,
+                bodyTimeout: 10_000
+              })
+              const text = await r.body.text()
+              if (r.statusCode !== 200) throw new Error(`HTTP ${r.statusCode}: ${text.slice(0, 200)}`)
+              return JSON.parse(text) as { data?: Array<{ id?: unknown }> }
+            },
+            catch: (e) => transportError(u, e, 10)
+          })
+          const ids = (res.data ?? []).map((m) => String(m.id)).sort()
+          return [u.name, ids] as const
+        }).pipe(Effect.catchAll((e) => Effect.succeed([u.name, `error: ${e.message}`] as const))),
+      { concurrency: "unbounded" }
+    ).pipe(Effect.map((entries) => Object.fromEntries(entries)))
+
+    const served = [...new Set([...settings.upstreams.flatMap((u) => u.models), ...Object.keys(settings.aliases)])].sort()
+
+    return {
+      resolve,
+      target,
+      send,
+      chat: jsonCall("chat/completions"),
+      completion: jsonCall("completions"),
+      listModels,
+      served
+    } satisfies UpstreamsShape
+  })
+
+export const layer: Layer.Layer<Upstreams, never, Settings> = Layer.scoped(Upstreams, Effect.flatMap(Settings, make))

@@ -1,0 +1,186 @@
+/**
+ * The gate: one response in, one ruling per proposed call out. Rules all calls of a choice
+ * concurrently (bounded by `proxy.max_concurrent_judges`, deadline `proxy.judge_timeout_s`), uses
+ * the verdict cache, maps judge failures through `fail_policy`, applies `hold_policy`, and writes
+ * exactly one audit record per proposed call — also when the judge failed.
+ *
+ * The only error that escapes is an audit write failure: a call whose record cannot be written is
+ * never let through silently (the proxy answers 503).
+ */
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import { AuditSink } from "../../layers/AuditSink.js"
+import type { AuditWriteError } from "../../layers/AuditSink.js"
+import { cacheKey, JudgeCache } from "../../layers/JudgeCache.js"
+import type { Judge, JudgeContext } from "../../judges/Judge.js"
+import { Judges } from "../../judges/Judges.js"
+import { Settings } from "../config/service.js"
+import type { ApprovalStatus, CallEntry, LoggedArm } from "../domain/audit-record.js"
+import { renderRefusal, stripCalls } from "../domain/refusal.js"
+import { toolCallView, type ToolCallView } from "../domain/tool-call.js"
+import { type Decision, failed, type Verdict } from "../domain/verdict.js"
+
+export interface GateRequest {
+  readonly arm: LoggedArm
+  readonly judge: string | null
+  /** the request's (normalised) tools, for descriptions and schemas */
+  readonly tools: ReadonlyArray<unknown> | undefined
+  readonly context: JudgeContext
+  readonly stream: boolean
+}
+
+export interface CallRuling {
+  readonly callIndex: number
+  readonly call: ToolCallView
+  readonly verdict: Verdict | null
+  readonly effective: Decision | null
+  readonly blocked: boolean
+  /** the refusal sentence when blocked */
+  readonly refusal: string | null
+}
+
+export interface GateShape {
+  /** rule the calls of one choice and record them; order of the result = call order */
+  readonly ruleChoice: (
+    req: GateRequest,
+    choiceIndex: number,
+    toolCalls: ReadonlyArray<unknown>
+  ) => Effect.Effect<ReadonlyArray<CallRuling>, AuditWriteError>
+  /** rule every choice of a chat completion in place (strips blocked calls); returns the blocked count */
+  readonly ruleResponse: (req: GateRequest, response: Record<string, unknown>) => Effect.Effect<number, AuditWriteError>
+}
+
+export class Gate extends Context.Tag("vetobench/Gate")<Gate, GateShape>() {}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+const round3 = (x: number) => Math.round(x * 1000) / 1000
+
+export const make = Effect.gen(function* () {
+  const settings = yield* Settings
+  const judges = yield* Judges
+  const cache = yield* JudgeCache
+  const audit = yield* AuditSink
+  const p = settings.proxy
+  const slots = yield* Effect.makeSemaphore(p.max_concurrent_judges)
+  const deadline = Duration.seconds(p.judge_timeout_s)
+
+  const effectiveOf = (v: Verdict): Decision =>
+    v.status === "ok" && v.decision !== null ? v.decision : p.fail_policy === "closed" ? "deny" : "allow"
+
+  const callJudge = (judge: Judge, call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict> => {
+    const key = judge.cacheable && p.judge_cache ? cacheKey(judge.judge, judge.version, call) : null
+    if (key !== null) {
+      const hit = cache.get(key)
+      if (Option.isSome(hit)) return Effect.succeed({ ...hit.value, cached: true, latency_ms: 0, usage: {} })
+    }
+    return judge.rule(call, ctx).pipe(
+      slots.withPermits(1),
+      Effect.timeoutFail({ duration: deadline, onTimeout: () => "timeout" as const }),
+      Effect.catchAll((e) =>
+        Effect.succeed(
+          e === "timeout"
+            ? failed(judge, "timeout", `judge timed out after ${p.judge_timeout_s}s`)
+            : failed(judge, e.reason === "timeout" ? "timeout" : "error", e.message, {
+                ...(e.raw !== undefined ? { raw: e.raw } : {}),
+                ...(e.latency_ms !== undefined ? { latency_ms: e.latency_ms } : {}),
+                ...(e.usage !== undefined ? { usage: e.usage } : {})
+              })
+        )
+      ),
+      Effect.tap((v) => (key !== null ? Effect.sync(() => cache.set(key, v)) : Effect.void))
+    )
+  }
+
+  const ruleChoice: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
+    Effect.gen(function* () {
+      const views = toolCalls.map((c) => toolCallView(c, req.tools))
+      const judge = req.judge === null ? undefined : judges.get(req.judge)
+      const started = performance.now()
+      const verdicts: ReadonlyArray<Verdict | null> =
+        judge === undefined
+          ? views.map(() => null)
+          : yield* Effect.forEach(views, (v) => callJudge(judge, v, req.context), { concurrency: "unbounded" })
+      const gateMs = judge === undefined ? 0 : round3(performance.now() - started)
+      const rulings: Array<CallRuling> = []
+      for (let i = 0; i < views.length; i++) {
+        const call = views[i]!
+        const verdict = verdicts[i] ?? null
+        const effective = verdict === null ? null : effectiveOf(verdict)
+        const blocked =
+          req.arm === "enforce" && (effective === "deny" || (effective === "hold" && p.hold_policy === "deny"))
+        const approval: ApprovalStatus = effective === "hold" ? "held" : "automatic"
+        const raw = toolCalls[i]
+        const entry: CallEntry = {
+          type: "call",
+          run_id: req.context.runId,
+          request_id: req.context.requestId,
+          episode_id: req.context.episodeId,
+          session_id: req.context.sessionId,
+          principal: req.context.principal,
+          agent_model: req.context.agentModel,
+          arm: req.arm,
+          judge: req.judge,
+          stream: req.stream,
+          choice_index: choiceIndex,
+          call_index: i,
+          tool_call_id: isObject(raw) && typeof raw.id === "string" ? raw.id : null,
+          tool: call,
+          verdict,
+          layers: verdict === null ? [] : [verdict],
+          effective_decision: effective,
+          blocked,
+          fail_policy: p.fail_policy,
+          approval,
+          outcome: null,
+          gate_ms: gateMs
+        }
+        yield* audit.append(req.context.runId, entry)
+        rulings.push({
+          callIndex: i,
+          call,
+          verdict,
+          effective,
+          blocked,
+          refusal: blocked
+            ? renderRefusal(p.refusal_template, {
+                tool_name: call.name,
+                category: verdict?.category ?? "other",
+                reason: verdict?.reason ?? ""
+              })
+            : null
+        })
+      }
+      return rulings
+    })
+
+  const ruleResponse: GateShape["ruleResponse"] = (req, response) =>
+    Effect.gen(function* () {
+      const choices = Array.isArray(response.choices) ? response.choices : []
+      const counts = yield* Effect.forEach(
+        choices,
+        (choice, ci) => {
+          const message = isObject(choice) && isObject(choice.message) ? choice.message : undefined
+          const calls = message && Array.isArray(message.tool_calls) ? message.tool_calls : []
+          if (!message || calls.length === 0) return Effect.succeed(0)
+          const index = isObject(choice) && typeof choice.index === "number" ? choice.index : ci
+          return ruleChoice(req, index, calls).pipe(
+            Effect.map((rulings) => {
+              const removed = blockedNotes(rulings)
+              if (removed.size > 0) (choice as Record<string, unknown>).finish_reason = stripCalls(message, removed, p.partial_refusal)
+              return removed.size
+            })
+          )
+        },
+        { concurrency: "unbounded" }
+      )
+      return counts.reduce((a, b) => a + b, 0)
+    })
+
+  return { ruleChoice, ruleResponse } satisfies GateShape
+})
+
+/** call index → refusal sentence, for the blocked calls */
+export const blockedNotes = (rulings: ReadonlyArray<CallRuling>): ReadonlyMap<number, string> =>
+  new Map(rulings.filter((r) => r.blocked).map((r) => [r.callIndex, r.refusal ?? ""] as const))
+
+export const layer: Layer.Layer<Gate, never, Settings | Judges | JudgeCache | AuditSink> = Layer.effect(Gate, make)

@@ -1,0 +1,53 @@
+/**
+ * The veto-proxy HTTP app: routes, request ids, and error mapping (architecture decision 6).
+ */
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { Upstreams } from "../../layers/Upstreams.js"
+import { VERSION } from "../version.js"
+import { chatCompletions, CurrentRequest } from "./chat.js"
+import { completions } from "./completions.js"
+import { errorResponse, ProxyError } from "./errors.js"
+import { requestIdOf, requestMeta } from "./request-meta.js"
+
+const KNOWN_PATHS = new Set(["/healthz", "/v1/models", "/v1/chat/completions", "/v1/completions"])
+
+const health = HttpServerResponse.unsafeJson({ ok: true, version: VERSION })
+
+const models = Effect.map(Upstreams, (u) =>
+  HttpServerResponse.unsafeJson({
+    object: "list",
+    data: u.served.map((id) => ({ id, object: "model", owned_by: "vetobench" }))
+  })
+)
+
+export const router = HttpRouter.empty.pipe(
+  HttpRouter.get("/healthz", Effect.succeed(health)),
+  HttpRouter.get("/v1/models", models),
+  HttpRouter.post("/v1/chat/completions", chatCompletions),
+  HttpRouter.post("/v1/completions", completions)
+)
+
+/** The app: every response carries `x-request-id`; proxy errors and unknown routes become JSON. */
+export const app = Effect.gen(function* () {
+  const req = yield* HttpServerRequest.HttpServerRequest
+  const requestId = requestIdOf(req.headers)
+  const headers = { "x-request-id": requestId }
+  const res = yield* router.pipe(
+    Effect.provideService(CurrentRequest, requestMeta(req.headers, requestId)),
+    Effect.catchTags({
+      ProxyError: (e) => Effect.succeed(errorResponse(e)),
+      RouteNotFound: () => {
+        const path = req.url.split("?")[0] ?? ""
+        return Effect.succeed(
+          errorResponse(
+            KNOWN_PATHS.has(path)
+              ? new ProxyError({ code: "method_not_allowed", message: `${req.method} is not allowed on ${path}` })
+              : new ProxyError({ code: "not_found", message: `no route ${req.method} ${path}` })
+          )
+        )
+      }
+    })
+  )
+  return HttpServerResponse.setHeaders(res, headers)
+})

@@ -1,0 +1,54 @@
+/**
+ * Proxy-generated errors: body `{"error": {"message", "type": "vetobench_error", "code"}}` with
+ * the status of architecture decision 6. Bad input is always a 4xx, never a 500.
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { Data } from "effect"
+
+export type ProxyErrorCode =
+  | "invalid_json"
+  | "invalid_request"
+  | "invalid_route"
+  | "unknown_judge"
+  | "no_upstream"
+  | "not_found"
+  | "method_not_allowed"
+  | "body_too_large"
+  | "upstream_unavailable"
+  | "upstream_timeout"
+  | "upstream_invalid_response"
+  | "audit_write_failed"
+
+const STATUS: Record<ProxyErrorCode, number> = {
+  invalid_json: 400,
+  invalid_request: 400,
+  invalid_route: 400,
+  unknown_judge: 400,
+  no_upstream: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  body_too_large: 413,
+  upstream_unavailable: 502,
+  upstream_invalid_response: 502,
+  audit_write_failed: 503,
+  upstream_timeout: 504
+}
+
+export class ProxyError extends Data.TaggedError("ProxyError")<{
+  readonly code: ProxyErrorCode
+  readonly message: string
+}> {
+  get status(): number {
+    return STATUS[this.code]
+  }
+}
+
+export const errorBody = (code: ProxyErrorCode | string, message: string) =>
+  JSON.stringify({ error: { message, type: "vetobench_error", code } })
+
+export const errorResponse = (e: ProxyError, headers: Record<string, string> = {}) =>
+  HttpServerResponse.text(errorBody(e.code, e.message), {
+    status: e.status,
+    contentType: "application/json",
+    headers: e.code === "body_too_large" ? { ...headers, connection: "close" } : headers
+  })

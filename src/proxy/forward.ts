@@ -1,0 +1,51 @@
+/**
+ * Shared steps of the two POST endpoints: read and parse the body, map upstream failures to
+ * proxy errors, answer an upstream error or a passthrough response unchanged.
+ */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { Effect } from "effect"
+import type { NoRoute, TransportError } from "../../layers/Upstreams.js"
+import { readBody } from "./body.js"
+import { ProxyError } from "./errors.js"
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** Read the body (limit first) and parse it as a JSON object with a string `model`. */
+export const readJsonBody = (limit: number) =>
+  Effect.gen(function* () {
+    const req = yield* HttpServerRequest.HttpServerRequest
+    const raw = yield* readBody(NodeHttpServerRequest.toIncomingMessage(req), limit)
+    const body = yield* Effect.try({
+      try: () => JSON.parse(raw) as unknown,
+      catch: (e) => new ProxyError({ code: "invalid_json", message: `request body is not valid JSON: ${(e as Error).message}` })
+    })
+    if (!isObject(body)) {
+      return yield* new ProxyError({ code: "invalid_request", message: "request body must be a JSON object" })
+    }
+    if (typeof body.model !== "string") {
+      return yield* new ProxyError({ code: "invalid_request", message: "request body needs a string `model`" })
+    }
+    return body as Record<string, unknown> & { model: string }
+  })
+
+export const fromUpstreamError = (e: NoRoute | TransportError): ProxyError => {
+  switch (e._tag) {
+    case "NoRoute":
+      return new ProxyError({ code: "no_upstream", message: e.message })
+    case "UpstreamTimeout":
+      return new ProxyError({ code: "upstream_timeout", message: e.message })
+    case "UpstreamUnavailable":
+      return new ProxyError({ code: "upstream_unavailable", message: `upstream error: ${e.message}` })
+  }
+}
+
+/** The upstream's status and body unchanged; a non-JSON body is wrapped in an error object. */
+export const relay = (status: number, contentType: string, text: string, headers: Record<string, string>) =>
+  contentType.startsWith("application/json")
+    ? HttpServerResponse.text(text, { status, contentType: "application/json", headers })
+    : HttpServerResponse.text(JSON.stringify({ error: { message: text, type: "upstream_error", code: status } }), {
+        status,
+        contentType: "application/json",
+        headers
+      })

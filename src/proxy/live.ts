@@ -1,0 +1,44 @@
+/**
+ * The proxy's layer graph: settings → upstreams, audit, cache, judge kinds → judges → gate →
+ * HTTP server. Judge-kind plugins are passed in, so embedders and tests choose them.
+ */
+import { Layer } from "effect"
+import { AuditSink, type AuditWriteError } from "../../layers/AuditSink.js"
+import { JudgeCache } from "../../layers/JudgeCache.js"
+import * as Upstreams from "../../layers/Upstreams.js"
+import { Judges } from "../../judges/Judges.js"
+import { JudgeKinds, type JudgeKindPlugin } from "../../judges/registry.js"
+import { Settings } from "../config/service.js"
+import type { Settings as SettingsShape } from "../config/settings.js"
+import * as Gate from "../gate/Gate.js"
+import * as ProxyServer from "./server.js"
+
+export interface ProxyLayerOptions<R> {
+  readonly settings: SettingsShape
+  readonly plugins: ReadonlyArray<JudgeKindPlugin<R>>
+  readonly host?: string
+  readonly port?: number
+  /** replace the file audit sink (tests) */
+  readonly audit?: Layer.Layer<AuditSink, AuditWriteError>
+}
+
+/** Everything the gate needs, without the HTTP server (for embedding the gate elsewhere). */
+export const gateLayer = <R>(opts: ProxyLayerOptions<R>) => {
+  const settings = Settings.layerValue(opts.settings)
+  const upstreams = Upstreams.layer.pipe(Layer.provide(settings))
+  const kinds = JudgeKinds.layer(opts.plugins)
+  const judges = Judges.layer.pipe(Layer.provide(kinds), Layer.provide(settings))
+  const cache = opts.settings.proxy.judge_cache
+    ? JudgeCache.layerMemory(opts.settings.proxy.judge_cache_size)
+    : JudgeCache.layerNoop
+  const audit = opts.audit ?? AuditSink.layerFile(opts.settings.proxy.audit_dir)
+  const gate = Gate.layer.pipe(Layer.provide(Layer.mergeAll(judges, cache, audit, settings)))
+  return Layer.mergeAll(gate, judges, settings).pipe(Layer.provideMerge(upstreams))
+}
+
+export const proxyLayer = <R>(opts: ProxyLayerOptions<R>) =>
+  ProxyServer.layer({
+    host: opts.host ?? opts.settings.proxy.host,
+    port: opts.port ?? opts.settings.proxy.port,
+    graceSeconds: opts.settings.proxy.shutdown_grace_s
+  }).pipe(Layer.provide(gateLayer(opts)))

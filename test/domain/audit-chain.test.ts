@@ -1,0 +1,175 @@
+import { createHash } from "node:crypto"
+import { describe, expect, it } from "vitest"
+import {
+  GENESIS_TIP,
+  lastRecordOf,
+  recordHash,
+  sealRecord,
+  verifyChainText
+} from "../../src/domain/audit-chain.js"
+import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "../../src/domain/audit-record.js"
+import type { AuditEntry, AuditRecord } from "../../src/domain/audit-record.js"
+import { canonicalize } from "../../src/domain/canonical-json.js"
+import { decided } from "../../src/domain/verdict.js"
+
+const judge = { judge: "static", kind: "static", model: null, version: "p1" }
+
+const entry = (i: number): AuditEntry => {
+  const verdict = decided(judge, i % 2 === 0 ? "deny" : "allow", { reason: `rule ${i} — ünïcode` })
+  return {
+    type: "call",
+    run_id: "run-1",
+    request_id: `req-${i}`,
+    episode_id: "ep-1",
+    session_id: null,
+    principal: null,
+    agent_model: "qwen",
+    arm: "enforce",
+    judge: "static",
+    stream: false,
+    choice_index: 0,
+    call_index: i,
+    tool_call_id: `call_${i}`,
+    tool: { name: "send_email", description: "Send mail", parameters: { type: "object" }, arguments: { to: "a@b.c", n: i } },
+    verdict,
+    layers: [verdict],
+    effective_decision: verdict.decision,
+    blocked: verdict.decision === "deny",
+    fail_policy: "closed",
+    approval: "automatic",
+    outcome: null,
+    gate_ms: 1.5
+  }
+}
+
+const chain = (n: number): Array<AuditRecord> => {
+  const out: Array<AuditRecord> = []
+  let prev = GENESIS_HASH
+  for (let i = 1; i <= n; i++) {
+    const r = sealRecord(entry(i), { seq: i, ts: new Date(1_700_000_000_000 + i).toISOString(), prev_hash: prev })
+    out.push(r)
+    prev = r.hash
+  }
+  return out
+}
+
+const lines = (records: ReadonlyArray<unknown>): Array<string> => records.map((r) => JSON.stringify(r))
+const text = (ls: ReadonlyArray<string>): string => ls.map((l) => l + "\n").join("")
+
+describe("audit chain", () => {
+  it("seals records with schema, chain position and a hash over the prefixed canonical form", () => {
+    const [r1, r2] = chain(2)
+    expect(r1!.schema).toBe(AUDIT_SCHEMA)
+    expect(Object.keys(r1!).slice(0, 4)).toEqual(["schema", "seq", "ts", "type"])
+    expect(Object.keys(r1!).slice(-2)).toEqual(["prev_hash", "hash"])
+    expect(r1!.prev_hash).toBe(GENESIS_HASH)
+    expect(r2!.prev_hash).toBe(r1!.hash)
+    const { hash, ...body } = r1!
+    const expected = createHash("sha256").update(HASH_PREFIX + canonicalize(body), "utf8").digest("hex")
+    expect(hash).toBe(expected)
+    expect(hash).toMatch(/^[0-9a-f]{64}$/)
+    expect(recordHash(r1!)).toBe(hash) // a present hash key is ignored
+    expect(recordHash({ ...body, prev_hash: "x" })).not.toBe(hash) // prev_hash is covered
+  })
+
+  it("verifies an intact chain, and an empty file", () => {
+    expect(verifyChainText(text(lines(chain(5))))).toEqual({ ok: true, records: 5, index: null, message: "ok", torn: false })
+    expect(verifyChainText("")).toEqual({ ok: true, records: 0, index: null, message: "ok", torn: false })
+    // blank lines are skipped
+    const ls = lines(chain(2))
+    expect(verifyChainText(`${ls[0]}\n\n${ls[1]}\n`).ok).toBe(true)
+  })
+
+  it("detects an edited field at that record", () => {
+    const recs = chain(5)
+    const ls = lines(recs)
+    ls[2] = JSON.stringify({ ...recs[2]!, blocked: !recs[2]!.blocked })
+    expect(verifyChainText(text(ls))).toEqual({
+      ok: false,
+      records: 2,
+      index: 3,
+      message: "record 3: hash mismatch (record was modified)",
+      torn: false
+    })
+    // re-serialising with other whitespace or key order is not an edit
+    const reordered = lines(chain(5))
+    reordered[2] = JSON.stringify(JSON.parse(canonicalize(recs[2])), null, 0)
+    expect(verifyChainText(text(reordered)).ok).toBe(true)
+  })
+
+  it("detects a deleted record", () => {
+    const ls = lines(chain(5))
+    ls.splice(1, 1)
+    const r = verifyChainText(text(ls))
+    expect(r.ok).toBe(false)
+    expect(r.index).toBe(2)
+    expect(r.message).toBe("record 2: prev_hash does not match previous record (deleted, inserted or reordered record)")
+  })
+
+  it("detects reordered records", () => {
+    const ls = lines(chain(5))
+    ;[ls[1], ls[2]] = [ls[2]!, ls[1]!]
+    const r = verifyChainText(text(ls))
+    expect(r.index).toBe(2)
+    expect(r.message).toMatch(/^record 2: prev_hash does not match/)
+  })
+
+  it("detects an inserted forged record at its index", () => {
+    const recs = chain(5)
+    // a copy of record 2 with another tool, hash recomputed
+    const { hash: _h, ...body } = recs[1]!
+    const forged = { ...body, tool: { ...body.tool, name: "delete_all" } }
+    const ls = lines(recs)
+    ls.splice(2, 0, JSON.stringify({ ...forged, hash: recordHash(forged) }))
+    const r = verifyChainText(text(ls))
+    expect(r.index).toBe(3)
+    expect(r.message).toMatch(/^record 3: prev_hash does not match/)
+
+    // a forged record linked correctly: the next (genuine) record no longer links
+    const linked = { ...forged, seq: 3, prev_hash: recs[1]!.hash }
+    const ls2 = lines(recs)
+    ls2.splice(2, 0, JSON.stringify({ ...linked, hash: recordHash(linked) }))
+    expect(verifyChainText(text(ls2)).index).toBe(4)
+  })
+
+  it("checks seq, unparsable lines and non-objects", () => {
+    const r1 = sealRecord(entry(1), { seq: 1, ts: "2025-01-01T00:00:00.000Z", prev_hash: GENESIS_HASH })
+    const r2 = sealRecord(entry(2), { seq: 3, ts: "2025-01-01T00:00:00.001Z", prev_hash: r1.hash })
+    expect(verifyChainText(text(lines([r1, r2])))).toMatchObject({ ok: false, index: 2, message: "record 2: seq 3, expected 2" })
+    const first = sealRecord(entry(1), { seq: 7, ts: "2025-01-01T00:00:00.000Z", prev_hash: GENESIS_HASH })
+    expect(verifyChainText(text(lines([first]))).message).toBe("record 1: seq 7, expected 1")
+
+    const ls = lines(chain(3))
+    ls[1] = ls[1]!.slice(0, 40)
+    expect(verifyChainText(text(ls))).toMatchObject({ ok: false, records: 1, index: 2, message: "record 2: not valid JSON" })
+    expect(verifyChainText("[1]\n").message).toBe("record 1: not a JSON object")
+  })
+
+  it("reports a torn last line", () => {
+    const ls = lines(chain(3))
+    const torn = text(ls.slice(0, 2)) + ls[2]!.slice(0, 50)
+    expect(verifyChainText(torn)).toEqual({
+      ok: false,
+      records: 2,
+      index: 3,
+      message: "record 3: torn last line (incomplete write)",
+      torn: true
+    })
+    // complete JSON without its newline is still an incomplete write
+    expect(verifyChainText(text(ls.slice(0, 2)) + ls[2]!)).toMatchObject({ ok: false, index: 3, torn: true })
+    // an earlier failure wins over the torn tail
+    const bad = lines(chain(3))
+    bad[0] = "{"
+    expect(verifyChainText(text(bad.slice(0, 2)) + "x")).toMatchObject({ index: 1, torn: false })
+  })
+
+  it("finds the chain tip of a text", () => {
+    const recs = chain(3)
+    const ls = lines(recs)
+    expect(lastRecordOf("")).toEqual(GENESIS_TIP)
+    expect(lastRecordOf("torn")).toEqual(GENESIS_TIP)
+    expect(lastRecordOf(text(ls))).toEqual({ seq: 3, hash: recs[2]!.hash, ts: recs[2]!.ts })
+    expect(lastRecordOf(text(ls) + "\n\n" + "{torn")).toEqual({ seq: 3, hash: recs[2]!.hash, ts: recs[2]!.ts })
+    expect(lastRecordOf(text(ls) + "garbage\n")).toBeNull()
+  })
+})
