@@ -5,6 +5,7 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 20_000,
-    setupFiles: ["test/setup.ts"]
+    setupFiles: ["test/setup.ts"],
+    globalSetup: ["test/global-setup.ts"]
   }
 })

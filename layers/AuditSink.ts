@@ -19,17 +19,27 @@ import { GENESIS_TIP, lastRecordOf, sealRecord, verifyChainText } from "../src/d
 import type { ChainTip, VerifyResult } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
 
-export class AuditWriteError extends Data.TaggedError("AuditWriteError")<{
+interface AuditErrorFields {
   readonly file: string
   readonly reason: string
   readonly cause?: unknown
-}> {}
+}
 
-export class AuditReadError extends Data.TaggedError("AuditReadError")<{
-  readonly file: string
-  readonly reason: string
-  readonly cause?: unknown
-}> {}
+/** Appending failed; `message` is `<reason> (<file>)`. */
+export class AuditWriteError extends Data.TaggedError("AuditWriteError")<AuditErrorFields> {
+  constructor(fields: AuditErrorFields) {
+    super(fields)
+    this.message = `${fields.reason} (${fields.file})`
+  }
+}
+
+/** Reading a file to verify it failed (e.g. reason "file not found"); `message` is `<reason> (<file>)`. */
+export class AuditReadError extends Data.TaggedError("AuditReadError")<AuditErrorFields> {
+  constructor(fields: AuditErrorFields) {
+    super(fields)
+    this.message = `${fields.reason} (${fields.file})`
+  }
+}
 
 export interface AuditSinkShape {
   /** Seal `entry` as the next record of the run's chain and append it durably. */

@@ -5,11 +5,13 @@
  */
 import * as path from "node:path"
 import { Command, Options } from "@effect/cli"
-import { Console, Effect, Layer } from "effect"
+import { readFileSync } from "node:fs"
+import { Console, Context, Effect, Layer } from "effect"
 import { FakeVllm } from "../../layers/FakeVllm.js"
 import { defaultPlugins } from "../../judges/plugins.js"
 import { defaultSettings, makeUpstreamSettings } from "../config/settings.js"
 import { auditFileName } from "../../layers/AuditSink.js"
+import type { AuditRecord } from "../domain/audit-record.js"
 import { proxyLayer } from "../proxy/live.js"
 import { ProxyServer } from "../proxy/server.js"
 import { CliFailure, configOption } from "./options.js"
@@ -73,6 +75,12 @@ const turn = (base: string, model: string, stream: boolean, run: string) =>
     catch: (e) => new CliFailure({ message: `demo request failed: ${e instanceof Error ? e.message : String(e)}` })
   })
 
+const readRecords = (file: string): Array<AuditRecord> =>
+  readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as AuditRecord)
+
 const pad = (s: string, n: number) => (s.length >= n ? s + " " : s + " ".repeat(n - s.length))
 
 const out = Options.text("out").pipe(Options.withDefault("runs/demo"), Options.withDescription("where the demo writes its audit log"))
@@ -91,9 +99,8 @@ export const demoCommand = Command.make("demo", { config: configOption, out }, (
     })
     yield* Effect.scoped(
       Effect.gen(function* () {
-        yield* Layer.build(Layer.discard(Layer.empty))
         const ctx = yield* Layer.build(proxyLayer({ settings, plugins: defaultPlugins, port: 0 }))
-        const server = ctx.unsafeMap.get(ProxyServer.key) as { url: string }
+        const server = Context.get(ctx, ProxyServer)
         const base = `${server.url}/v1`
         yield* Console.log(`vetobench demo — fake vLLM ${fake.url}, veto-proxy ${base}`)
         yield* Console.log(`the agent proposes: ${CALLS.map((c) => `${c.name}(${JSON.stringify(c.arguments)})`).join(", ")}`)
@@ -108,7 +115,15 @@ export const demoCommand = Command.make("demo", { config: configOption, out }, (
       })
     )
     const file = path.join(settings.proxy.audit_dir, auditFileName(run))
-    yield* Console.log(`\naudit log (one record per proposed call in logged arms; passthrough is not logged):`)
+    yield* Console.log(`\nwhat the audit log recorded (one record per proposed call in logged arms; passthrough is not logged):`)
+    yield* Console.log(`  ${pad("arm", 9)}${pad("stream", 7)}${pad("tool", 17)}${pad("judge verdict", 34)}${pad("effective", 10)}blocked`)
+    for (const rec of readRecords(file)) {
+      const v = rec.verdict
+      const said = v === null ? "(not judged)" : v.status === "ok" ? `${v.decision} (${v.category})` : `${v.status}: ${v.reason.slice(0, 24)}`
+      yield* Console.log(
+        `  ${pad(rec.arm, 9)}${pad(rec.stream ? "yes" : "no", 7)}${pad(rec.tool.name, 17)}${pad(said, 34)}${pad(rec.effective_decision ?? "-", 10)}${rec.blocked ? "yes" : "no"}`
+      )
+    }
     const failed = yield* verifyFiles([file])
     if (failed > 0) return yield* new CliFailure({ message: "the demo's audit chain did not verify" })
     yield* Console.log(`inspect it with: jq -c '{arm, tool: .tool.name, verdict: .verdict.decision, effective_decision, blocked}' ${file}`)

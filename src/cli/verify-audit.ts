@@ -11,7 +11,7 @@ export const verifyFiles = (paths: ReadonlyArray<string>) =>
   Effect.forEach(paths, (file) =>
     verifyAuditFile(file).pipe(
       Effect.map((r) => ({ ok: r.ok, line: `${r.ok ? "OK  " : "FAIL"} ${file}: ${r.records} records – ${r.message}` })),
-      Effect.catchAll((e) => Effect.succeed({ ok: false, line: `FAIL ${file}: ${e.message}` })),
+      Effect.catchAll((e) => Effect.succeed({ ok: false, line: `FAIL ${file}: ${e.reason}` })),
       Effect.tap((r) => Console.log(r.line))
     )
   ).pipe(Effect.map((rs) => rs.filter((r) => !r.ok).length))

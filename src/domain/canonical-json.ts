@@ -18,7 +18,12 @@ import { Data } from "effect"
 
 export class CanonicalJsonError extends Data.TaggedError("CanonicalJsonError")<{
   readonly reason: string
-}> {}
+}> {
+  constructor(fields: { readonly reason: string }) {
+    super(fields)
+    this.message = fields.reason
+  }
+}
 
 export const MAX_DEPTH = 512
 

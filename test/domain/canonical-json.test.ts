@@ -55,6 +55,7 @@ describe("canonicalize (RFC 8785)", () => {
       expect(e).toBeInstanceOf(CanonicalJsonError)
       expect((e as CanonicalJsonError)._tag).toBe("CanonicalJsonError")
       expect((e as CanonicalJsonError).reason).toMatch(/non-finite number/)
+      expect((e as CanonicalJsonError).message).toBe((e as CanonicalJsonError).reason)
     }
     expect(errorOf(() => canonicalize({ n: 1n }))).toBeInstanceOf(CanonicalJsonError)
     expect(errorOf(() => canonicalize(undefined))).toBeInstanceOf(CanonicalJsonError)

@@ -157,14 +157,16 @@ describe("AuditSink.layerFile", () => {
   it.scopedLive("serialises 200 concurrent appends to one run", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir
-      const sink = yield* AuditSink
-      const recs = yield* Effect.forEach(
-        Array.from({ length: 200 }, (_, i) => i + 1),
-        (i) => sink.append("busy run", entry(i, "busy run")),
-        { concurrency: "unbounded" }
-      )
+      const { recs, file } = yield* Effect.gen(function* () {
+        const sink = yield* AuditSink
+        const recs = yield* Effect.forEach(
+          Array.from({ length: 200 }, (_, i) => i + 1),
+          (i) => sink.append("busy run", entry(i, "busy run")),
+          { concurrency: "unbounded" }
+        )
+        return { recs, file: sink.fileFor("busy run") }
+      }).pipe(Effect.provide(AuditSink.layerFile(dir)))
       expect(recs.map((r) => r.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
-      const file = sink.fileFor("busy run")
       expect(file).toBe(path.join(dir, "busy_run.jsonl"))
       const ls = yield* readLines(file)
       expect(ls).toHaveLength(200)
@@ -172,9 +174,7 @@ describe("AuditSink.layerFile", () => {
       expect(parsed.map((r) => r.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
       expect(parsed.map((r) => r.ts)).toEqual(parsed.map((r) => r.ts).sort())
       expect(yield* verifyAuditFile(file)).toMatchObject({ ok: true, records: 200 })
-    }).pipe(Effect.provide(AuditSink.layerFile(path.join(os.tmpdir(), "unused")).pipe((l) => l), { local: false }), (eff) =>
-      eff
-    )
+    })
   )
 
   it.scopedLive("two sinks writing different runs concurrently do not interfere", () =>
@@ -222,6 +222,7 @@ describe("AuditSink.layerFile", () => {
       expect(err._tag).toBe("AuditReadError")
       expect(err.reason).toBe("file not found")
       expect(err.file).toBe("/nonexistent/vetobench/x.jsonl")
+      expect(err.message).toBe("file not found (/nonexistent/vetobench/x.jsonl)")
     })
   )
 })

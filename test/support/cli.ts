@@ -1,0 +1,51 @@
+/** Run the built `vetobench` bundle as a user would. */
+import { spawn, spawnSync } from "node:child_process"
+import * as path from "node:path"
+
+export const CLI = path.resolve("dist/cli.mjs")
+
+export interface CliResult {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const strip = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, "")
+
+export const runCli = (args: ReadonlyArray<string>, opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): CliResult => {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    cwd: opts.cwd ?? process.cwd(),
+    env: { ...process.env, ...opts.env },
+    encoding: "utf8",
+    timeout: 30_000
+  })
+  return { code: r.status, stdout: strip(r.stdout), stderr: strip(r.stderr) }
+}
+
+/** Start a long-running subcommand; resolves once `ready` matches stdout. */
+export const startCli = (args: ReadonlyArray<string>, ready: RegExp, opts: { cwd?: string } = {}) =>
+  new Promise<{ proc: ReturnType<typeof spawn>; match: RegExpMatchArray; output: () => string }>((resolve, reject) => {
+    const proc = spawn(process.execPath, [CLI, ...args], { cwd: opts.cwd ?? process.cwd(), stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    const timer = setTimeout(() => reject(new Error(`not ready: ${out}`)), 15_000)
+    const onData = (b: Buffer) => {
+      out += strip(b.toString())
+      const m = ready.exec(out)
+      if (m) {
+        clearTimeout(timer)
+        resolve({ proc, match: m, output: () => out })
+      }
+    }
+    proc.stdout.on("data", onData)
+    proc.stderr.on("data", onData)
+    proc.once("exit", (code) => {
+      clearTimeout(timer)
+      reject(new Error(`exited ${code} before ready: ${out}`))
+    })
+  })
+
+export const exited = (proc: ReturnType<typeof spawn>) =>
+  new Promise<number | null>((resolve) => {
+    if (proc.exitCode !== null) return resolve(proc.exitCode)
+    proc.once("exit", (code) => resolve(code))
+  })
