@@ -2,109 +2,19 @@
  * `kind: llm_json` — a general instruct model with a system prompt answers one JSON verdict per
  * call (reference §4.3). Config is checked when the judge is built; the prompt is loaded then too
  * and its hash is the judge's version (part of the verdict cache key).
- *
- * Also home to the pieces the model-backed kinds share (`guard.ts`): reading spec fields and
- * calling the judge model with upstream failures mapped to `JudgeError`.
  */
-import { Clock, Effect, Either } from "effect"
+import { Effect, Either } from "effect"
 import { Settings } from "../src/config/service.js"
 import type { JudgeSpec } from "../src/config/settings.js"
 import { argumentsText, schemaText, type ToolCallView } from "../src/domain/tool-call.js"
 import { CATEGORIES, decided, type JudgeIdentity } from "../src/domain/verdict.js"
-import { type UpstreamError, Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
+import { Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
 import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
 import { DEFAULT_PROMPT, type LoadedPrompt, loadPrompt } from "./prompts.js"
 import { type JudgeDefaults, type JudgeKind, type JudgeKindPlugin, rejectUnknownKeys } from "./registry.js"
-import { parseJsonVerdict, replyContent, replyUsage } from "./verdict-parse.js"
-
-// ---------------------------------------------------------------------------------------------
-// shared: spec fields
-
-type Field<A> = Either.Either<A, JudgeConfigError>
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
-/** Typed readers for one judge spec; errors name the judge and the key. `null` counts as absent. */
-export const specFields = (judge: string, spec: JudgeSpec) => {
-  const fail = (key: string, reason: string) => Either.left(new JudgeConfigError({ judge, path: key, reason }))
-  const value = (key: string): unknown => {
-    const v = Object.hasOwn(spec, key) ? spec[key] : undefined
-    return v === null ? undefined : v
-  }
-  const read =
-    <A>(check: (v: unknown) => v is A, expected: string) =>
-    (key: string, fallback: A): Field<A> => {
-      const v = value(key)
-      if (v === undefined) return Either.right(fallback)
-      return check(v) ? Either.right(v) : fail(key, `must be ${expected}, got ${JSON.stringify(v)}`)
-    }
-  const isString = (v: unknown): v is string => typeof v === "string" && v.trim() !== ""
-  const regex = (key: string, source: string, flags: string): Field<RegExp> => {
-    try {
-      return Either.right(new RegExp(source, flags))
-    } catch (e) {
-      return fail(key, `invalid regular expression: ${e instanceof Error ? e.message : String(e)}`)
-    }
-  }
-  return {
-    requiredString: (key: string): Field<string> => {
-      const v = value(key)
-      if (v === undefined) return fail(key, "is required")
-      return isString(v) ? Either.right(v) : fail(key, `must be a non-empty string, got ${JSON.stringify(v)}`)
-    },
-    string: read(isString, "a non-empty string"),
-    boolean: read((v): v is boolean => typeof v === "boolean", "true or false"),
-    positiveInt: read((v): v is number => Number.isInteger(v) && (v as number) > 0, "a positive integer"),
-    positiveNumber: read((v): v is number => typeof v === "number" && Number.isFinite(v) && v > 0, "a positive number"),
-    nonNegativeNumber: read((v): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0, "a number >= 0"),
-    object: (key: string): Field<Record<string, unknown>> => read(isRecord, "a mapping")(key, {}),
-    /** a required regular expression */
-    regex: (key: string, flags: string): Field<RegExp> => {
-      const v = value(key)
-      if (v === undefined) return fail(key, "is required")
-      return typeof v === "string" && v !== "" ? regex(key, v, flags) : fail(key, "must be a non-empty regular expression string")
-    },
-    optionalRegex: (key: string, flags: string): Field<RegExp | null> => {
-      const v = value(key)
-      if (v === undefined) return Either.right(null)
-      return typeof v === "string" && v !== "" ? regex(key, v, flags) : fail(key, "must be a non-empty regular expression string")
-    }
-  } as const
-}
-
-// ---------------------------------------------------------------------------------------------
-// shared: calling the judge model
-
-export interface ModelReply {
-  /** `choices[0].message.content` as sent (before any stripping) */
-  readonly content: string
-  readonly usage: Record<string, unknown>
-  /** wall time of the upstream call */
-  readonly latency_ms: number
-}
-
-/** An upstream failure as the judge's failure: a timeout stays a timeout, the rest is "unavailable". */
-export const judgeErrorFromUpstream = (judge: string, e: UpstreamError, latency_ms: number): JudgeError =>
-  new JudgeError({ judge, reason: e._tag === "UpstreamTimeout" ? "timeout" : "unavailable", message: e.message, latency_ms })
-
-/** One chat call to the judge model, timed. */
-export const callJudgeModel = (
-  upstreams: UpstreamsShape,
-  judge: string,
-  model: string,
-  payload: Record<string, unknown>,
-  opts: { readonly timeout_s: number; readonly requestId: string }
-): Effect.Effect<ModelReply, JudgeError> =>
-  Effect.gen(function* () {
-    const start = yield* Clock.currentTimeNanos
-    const result = yield* Effect.either(upstreams.chat(model, payload, opts))
-    const latency_ms = Number((yield* Clock.currentTimeNanos) - start) / 1e6
-    if (Either.isLeft(result)) return yield* judgeErrorFromUpstream(judge, result.left, latency_ms)
-    return { content: replyContent(result.right), usage: replyUsage(result.right), latency_ms }
-  })
-
-// ---------------------------------------------------------------------------------------------
-// llm_json
+import { callJudgeModel } from "./judge-model.js"
+import { specFields } from "./spec-fields.js"
+import { parseJsonVerdict } from "./verdict-parse.js"
 
 export const LLM_JSON_KEYS = ["model", "prompt", "max_tokens", "guided_json", "timeout_s", "temperature", "extra_body"] as const
 

@@ -5,12 +5,14 @@
  *   run's first append and closed when the layer's scope closes. On first touch the tail of an existing
  *   file is read to continue `seq` and the chain; a torn last line is moved to `<file>.torn-<epoch ms>`,
  *   the file is truncated to its last complete line and a warning is logged (see `repairTornTail`).
- *   Appends to one file are serialised by a per-file semaphore; each is one `write` of the whole line
- *   followed by `datasync`. After a failed write the file is re-recovered from disk on the next append.
+ *   Appends to one file are queued and written by one writer at a time (group commit: concurrent appends
+ *   share one `write` + `datasync`; `fsync: always` syncs each record alone, `never` leaves it to the OS).
+ *   No append completes before its record is durable. After a failed write the file is re-recovered
+ *   from disk on the next append.
  *   Not coordinated: two processes, or two `layerFile` instances in one process, writing the same run.
  * - `AuditSink.layerMemory`: the same chains kept in memory; also provides `AuditMemory` to read them.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Deferred, Effect, Layer } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
@@ -184,18 +186,34 @@ export const repairTornTail = (file: string): Effect.Effect<TornRepair, AuditWri
 // ---------------------------------------------------------------------------------------------
 // File sink
 
+/** `always`: one write + datasync per record; `group`: concurrent appends share one write + datasync; `never`: no sync. */
+export type FsyncMode = "always" | "group" | "never"
+
+interface Pending {
+  readonly entry: AuditEntry
+  readonly done: Deferred.Deferred<AuditRecord, AuditWriteError>
+}
+
 interface FileState {
   readonly file: string
-  readonly lock: Effect.Semaphore
   handle: FileHandle | null
   tip: ChainTip
   lastMs: number
+  /** appends waiting for the next batch */
+  readonly queue: Array<Pending>
+  /** a writer fiber is draining `queue` */
+  writing: boolean
 }
 
 const closeQuietly = (fh: FileHandle): Effect.Effect<void> => Effect.promise(() => fh.close().catch(() => undefined))
 
-/** The file sink over `dir` (created if missing); files are closed when the scope closes. */
-export const makeFile = (dir: string): Effect.Effect<AuditSinkShape, AuditWriteError, Scope.Scope> =>
+/**
+ * The file sink over `dir` (created if missing); files are closed when the scope closes.
+ * Appends to one file go through a queue drained by one writer at a time: each batch is sealed in
+ * order (the chain), written with one `write` and made durable per `fsync` before any of its
+ * appends completes.
+ */
+export const makeFile = (dir: string, fsync: FsyncMode = "group"): Effect.Effect<AuditSinkShape, AuditWriteError, Scope.Scope> =>
   Effect.gen(function* () {
     const root = path.resolve(dir)
     yield* Effect.tryPromise({
@@ -205,9 +223,11 @@ export const makeFile = (dir: string): Effect.Effect<AuditSinkShape, AuditWriteE
     const states = new Map<string, FileState>()
     let closed = false
     yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => {
+      Effect.gen(function* () {
         closed = true
-        return Effect.forEach(states.values(), (st) => (st.handle === null ? Effect.void : closeQuietly(st.handle)), {
+        // let batches in flight finish (bounded), then close the files
+        for (let i = 0; i < 1000 && [...states.values()].some((st) => st.writing); i++) yield* Effect.sleep("5 millis")
+        yield* Effect.forEach(states.values(), (st) => (st.handle === null ? Effect.void : closeQuietly(st.handle)), {
           discard: true
         })
       })
@@ -218,7 +238,7 @@ export const makeFile = (dir: string): Effect.Effect<AuditSinkShape, AuditWriteE
     const stateFor = (file: string): FileState => {
       let st = states.get(file)
       if (st === undefined) {
-        st = { file, lock: Effect.unsafeMakeSemaphore(1), handle: null, tip: GENESIS_TIP, lastMs: 0 }
+        st = { file, handle: null, tip: GENESIS_TIP, lastMs: 0, queue: [], writing: false }
         states.set(file, st)
       }
       return st
@@ -252,33 +272,62 @@ export const makeFile = (dir: string): Effect.Effect<AuditSinkShape, AuditWriteE
         return fh === null ? Effect.void : closeQuietly(fh)
       })
 
-    const appendLocked = (st: FileState, entry: AuditEntry) =>
+    /** Seal, write and sync one batch; every pending append of the batch is completed. */
+    const writeBatch = (st: FileState, batch: ReadonlyArray<Pending>) =>
       Effect.gen(function* () {
         if (closed) return yield* fail(st, "the audit sink is closed")
         const handle = st.handle ?? (yield* open(st))
+        const sealed: Array<{ readonly p: Pending; readonly record: AuditRecord }> = []
+        let tip = st.tip
         const ms = Math.max(Date.now(), st.lastMs)
-        const record = yield* Effect.try({
-          try: () => sealRecord(entry, { seq: st.tip.seq + 1, ts: new Date(ms).toISOString(), prev_hash: st.tip.hash }),
-          catch: (cause) => fail(st, `record cannot be hashed: ${reasonOf(cause)}`, cause)
-        })
-        const line = Buffer.from(JSON.stringify(record) + "\n", "utf8")
+        const ts = new Date(ms).toISOString()
+        for (const p of batch) {
+          try {
+            const record = sealRecord(p.entry, { seq: tip.seq + 1, ts, prev_hash: tip.hash })
+            sealed.push({ p, record })
+            tip = { seq: record.seq, hash: record.hash, ts }
+          } catch (cause) {
+            yield* Deferred.fail(p.done, fail(st, `record cannot be hashed: ${reasonOf(cause)}`, cause))
+          }
+        }
+        if (sealed.length === 0) return
+        const bytes = Buffer.from(sealed.map((x) => JSON.stringify(x.record) + "\n").join(""), "utf8")
         yield* Effect.tryPromise({
           try: async () => {
-            const { bytesWritten } = await handle.write(line, 0, line.length, null)
-            if (bytesWritten !== line.length) throw new Error(`short write: ${bytesWritten} of ${line.length} bytes`)
-            await handle.datasync()
+            const { bytesWritten } = await handle.write(bytes, 0, bytes.length, null)
+            if (bytesWritten !== bytes.length) throw new Error(`short write: ${bytesWritten} of ${bytes.length} bytes`)
+            if (fsync !== "never") await handle.datasync()
           },
           catch: (cause) => fail(st, `write failed: ${reasonOf(cause)}`, cause)
         }).pipe(Effect.tapError(() => reset(st)))
-        st.tip = { seq: record.seq, hash: record.hash, ts: record.ts }
+        st.tip = tip
         st.lastMs = ms
-        return record
-      })
+        yield* Effect.forEach(sealed, (x) => Deferred.succeed(x.p.done, x.record), { discard: true })
+      }).pipe(Effect.catchAll((e) => Effect.forEach(batch, (p) => Deferred.fail(p.done, e), { discard: true })))
+
+    /** Drain the queue batch by batch; stops (and clears `writing`) when it is empty. */
+    const drain = (st: FileState): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        while (true) {
+          const batch = st.queue.splice(0, fsync === "always" ? 1 : st.queue.length)
+          if (batch.length === 0) {
+            st.writing = false
+            return
+          }
+          yield* writeBatch(st, batch)
+        }
+      }).pipe(Effect.uninterruptible)
 
     const append = (runId: string | null, entry: AuditEntry): Effect.Effect<AuditRecord, AuditWriteError> =>
-      Effect.suspend(() => {
+      Effect.gen(function* () {
         const st = stateFor(fileFor(runId))
-        return st.lock.withPermits(1)(Effect.uninterruptible(appendLocked(st, entry)))
+        const done = yield* Deferred.make<AuditRecord, AuditWriteError>()
+        st.queue.push({ entry, done })
+        if (!st.writing) {
+          st.writing = true
+          yield* Effect.forkDaemon(drain(st))
+        }
+        return yield* Deferred.await(done)
       })
 
     return { append, fileFor } as const
@@ -320,7 +369,8 @@ const makeMemory = (): Context.Context<AuditSink | AuditMemory> => {
 
 export class AuditSink extends Context.Tag("vetobench/AuditSink")<AuditSink, AuditSinkShape>() {
   /** Durable JSONL files under `dir` (scoped: files are closed on release). */
-  static layerFile = (dir: string): Layer.Layer<AuditSink, AuditWriteError> => Layer.scoped(AuditSink, makeFile(dir))
+  static layerFile = (dir: string, fsync: FsyncMode = "group"): Layer.Layer<AuditSink, AuditWriteError> =>
+    Layer.scoped(AuditSink, makeFile(dir, fsync))
   /** In-memory chains; also provides `AuditMemory`. Fresh state each time the layer is built. */
   static layerMemory: Layer.Layer<AuditSink | AuditMemory> = Layer.effectContext(Effect.sync(makeMemory))
 }

@@ -60,6 +60,11 @@ export interface PathsSettings {
   readonly runs_dir: string
 }
 
+export interface AuditSettings {
+  /** `always`: sync every record; `group`: concurrent appends share one sync (default); `never`: leave it to the OS */
+  readonly fsync: "always" | "group" | "never"
+}
+
 export interface ScoringSettings {
   readonly shieldagent_model: string | null
   readonly concurrency: number
@@ -83,6 +88,7 @@ export interface Settings {
   readonly proxy: ProxySettings
   readonly paths: PathsSettings
   readonly scoring: ScoringSettings
+  readonly audit: AuditSettings
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,6 +130,8 @@ export const defaultPathsSettings = (root: string): PathsSettings => ({
 
 export const defaultScoringSettings: ScoringSettings = { shieldagent_model: null, concurrency: 32 }
 
+export const defaultAuditSettings: AuditSettings = { fsync: "group" }
+
 /** An upstream entry with defaults filled in (for code that builds settings, e.g. the demo). */
 export const makeUpstreamSettings = (
   input: Pick<UpstreamSettings, "name" | "base_url"> & Partial<Omit<UpstreamSettings, "name" | "base_url">>
@@ -142,6 +150,7 @@ export interface SettingsOverrides {
   readonly proxy?: Partial<ProxySettings>
   readonly paths?: Partial<PathsSettings>
   readonly scoring?: Partial<ScoringSettings>
+  readonly audit?: Partial<AuditSettings>
 }
 
 /**
@@ -166,7 +175,8 @@ export const defaultSettings = (root: string, overrides: SettingsOverrides = {})
       asb_python: path.resolve(abs, paths.asb_python),
       runs_dir: path.resolve(abs, paths.runs_dir)
     },
-    scoring: { ...defaultScoringSettings, ...overrides.scoring }
+    scoring: { ...defaultScoringSettings, ...overrides.scoring },
+    audit: { ...defaultAuditSettings, ...overrides.audit }
   }
 }
 
@@ -298,7 +308,13 @@ const scoring: D.Decoder<ScoringSettings> = (n) =>
     }
   })
 
-const TOP_KEYS = ["upstreams", "aliases", "model_defaults", "judges", "proxy", "paths", "scoring"]
+const auditSection: D.Decoder<AuditSettings> = (n) =>
+  Either.gen(function*() {
+    const f = yield* D.fields(n, ["fsync"])
+    return { fsync: yield* f.get("fsync", D.literal("always", "group", "never"), defaultAuditSettings.fsync) }
+  })
+
+const TOP_KEYS = ["upstreams", "aliases", "model_defaults", "judges", "proxy", "paths", "scoring", "audit"]
 
 /**
  * Decodes a parsed settings document (the YAML value, before expansion). `file` labels errors;
@@ -321,7 +337,8 @@ export const decodeSettings = (
       judges: yield* f.get("judges", D.record(judgeSpec), {}),
       proxy: yield* f.get("proxy", proxy, defaultProxySettings(root)),
       paths: yield* f.get("paths", pathsSection, defaultPathsSettings(root)),
-      scoring: yield* f.get("scoring", scoring, defaultScoringSettings)
+      scoring: yield* f.get("scoring", scoring, defaultScoringSettings),
+      audit: yield* f.get("audit", auditSection, defaultAuditSettings)
     }
   })
 

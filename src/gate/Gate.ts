@@ -7,7 +7,7 @@
  * The only error that escapes is an audit write failure: a call whose record cannot be written is
  * never let through silently (the proxy answers 503).
  */
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, Option } from "effect"
 import { AuditSink } from "../../layers/AuditSink.js"
 import type { AuditWriteError } from "../../layers/AuditSink.js"
 import { cacheKey, JudgeCache } from "../../layers/JudgeCache.js"
@@ -91,7 +91,12 @@ export const make = Effect.gen(function* () {
     )
   }
 
+  // A client that disconnects must not cost a record: the ruling runs in its own fiber, which the
+  // request's interruption does not reach (it is bounded by the judge deadline).
   const ruleChoice: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
+    Effect.forkDaemon(ruleAndRecord(req, choiceIndex, toolCalls)).pipe(Effect.flatMap(Fiber.join))
+
+  const ruleAndRecord: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
     Effect.gen(function* () {
       const views = toolCalls.map((c) => toolCallView(c, req.tools))
       const judge = req.judge === null ? undefined : judges.get(req.judge)

@@ -31,7 +31,7 @@ export const gateLayer = <R>(opts: ProxyLayerOptions<R>) => {
   const cache = opts.settings.proxy.judge_cache
     ? JudgeCache.layerMemory(opts.settings.proxy.judge_cache_size)
     : JudgeCache.layerNoop
-  const audit = opts.audit ?? AuditSink.layerFile(opts.settings.proxy.audit_dir)
+  const audit = opts.audit ?? AuditSink.layerFile(opts.settings.proxy.audit_dir, opts.settings.audit.fsync)
   const gate = Gate.layer.pipe(Layer.provide(Layer.mergeAll(judges, cache, audit, settings)))
   return Layer.mergeAll(gate, judges, settings).pipe(Layer.provideMerge(upstreams))
 }

@@ -3,7 +3,7 @@
  * in-flight requests get `proxy.shutdown_grace_s`, then remaining connections are closed.
  */
 import { createServer } from "node:http"
-import { HttpServer } from "@effect/platform"
+import { HttpMiddleware, HttpServer } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer } from "effect"
 import { app } from "./app.js"
@@ -45,6 +45,8 @@ export const layer = (opts: ServeOptions) =>
         Effect.map(HttpServer.HttpServer, (s) => ({ url: urlOf(s.address, opts.host) }))
       )
       return HttpServer.serve(app).pipe(
+        // a transparent proxy: no server span per request (it costs CPU and nobody collects it)
+        HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provideMerge(Layer.merge(grace, info)),
         Layer.provideMerge(NodeHttpServer.layer(() => server, { host: opts.host, port: opts.port }))
       )

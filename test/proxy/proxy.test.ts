@@ -305,6 +305,42 @@ describe("fail_policy on judge errors", () => {
   }
 })
 
+describe("a client that disconnects while the judge rules", () => {
+  layer(harnessLayer(), { excludeTestServices: true })((it) => {
+    it.effect("still gets exactly one record per proposed call", () =>
+      Effect.gen(function* () {
+        const h = yield* Harness
+        h.fake.reset()
+        h.fake.knobs.nextCalls = [call("list_dir", { path: "/gone" }), call("delete_file", { path: "/" })]
+        h.fake.knobs.delayMs = 600
+        h.fake.knobs.delayModels = new Set(["judge"])
+        const aborted = yield* Effect.promise(async () => {
+          const ctrl = new AbortController()
+          setTimeout(() => ctrl.abort(), 250)
+          try {
+            await fetch(`${h.url}/chat/completions`, {
+              method: "POST",
+              signal: ctrl.signal,
+              headers: { "content-type": "application/json", "x-vetobench-run": "gone" },
+              body: JSON.stringify({ model: "agent@enforce:slm", messages: [{ role: "user", content: "x" }] })
+            })
+            return false
+          } catch {
+            return true
+          }
+        })
+        expect(aborted).toBe(true)
+        expect(h.records("gone")).toEqual([])
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 1000)))
+        const recs = h.records("gone")
+        expect(recs.map((r) => [r.tool.name, r.verdict?.status, r.blocked])).toEqual([
+          ["list_dir", "ok", false],
+          ["delete_file", "ok", true]
+        ])
+      }))
+  })
+})
+
 describe("judge deadline", () => {
   layer(harnessLayer({ settings: () => ({ proxy: { judge_timeout_s: 0.3 } }) }), { excludeTestServices: true })((it) => {
     it.effect("a judge slower than proxy.judge_timeout_s → status timeout, fail closed", () =>

@@ -1,0 +1,157 @@
+/**
+ * bench/proxy-overhead — what veto-proxy adds on top of its upstream.
+ *
+ * The fake vLLM (`vetobench fake-vllm`) and the proxy (`vetobench proxy`, enforce arm, static
+ * allow-all judge, audit on) run as separate processes; this process is the load generator
+ * (keep-alive pool, concurrency 16). Each mode hits the upstream directly and through the proxy in
+ * the same run; we report added p50/p99 latency and the proxy's CPU per request (utime+stime from
+ * /proc/<pid>/stat over the measured requests). Results go to docs/performance.md.
+ *
+ *   npm run build && npx tsx bench/proxy-overhead.ts [--requests 10000] [--warmup 2000] [--write]
+ */
+import { spawn, type ChildProcess } from "node:child_process"
+import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, existsSync } from "node:fs"
+import { tmpdir, cpus } from "node:os"
+import * as path from "node:path"
+import { Pool } from "undici"
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i > 0 ? Number(process.argv[i + 1]) : fallback
+}
+const REQUESTS = arg("requests", 10_000)
+const WARMUP = arg("warmup", 2_000)
+const CONCURRENCY = 16
+const WRITE = process.argv.includes("--write")
+const CLI = path.resolve("dist/cli.mjs")
+const TICKS_PER_SECOND = 100
+
+const start = (args: ReadonlyArray<string>, ready: RegExp) =>
+  new Promise<{ proc: ChildProcess; match: RegExpMatchArray }>((resolve, reject) => {
+    const nodeArgs = args[0] === "proxy" ? (process.env.BENCH_PROXY_NODE_ARGS ?? "").split(" ").filter(Boolean) : []
+    const proc = spawn(process.execPath, [...nodeArgs, CLI, ...args], { stdio: ["ignore", "pipe", "inherit"] })
+    let out = ""
+    proc.stdout!.on("data", (b: Buffer) => {
+      out += b.toString()
+      const m = ready.exec(out)
+      if (m) resolve({ proc, match: m })
+    })
+    proc.once("exit", (c) => reject(new Error(`exited ${c}: ${out}`)))
+  })
+
+const cpuTicks = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return Number(fields[11]) + Number(fields[12])
+}
+
+const TOOLS = [
+  {
+    type: "function",
+    function: {
+      name: "list_dir",
+      description: "List a directory.",
+      parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }
+    }
+  }
+]
+
+const body = (model: string, stream: boolean) =>
+  JSON.stringify({ model, stream, messages: [{ role: "user", content: "show me the reports" }], tools: TOOLS, max_tokens: 64 })
+
+const percentile = (xs: Array<number>, p: number) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!
+}
+
+/** Send `n` requests at concurrency 16; returns per-request latencies in ms. */
+const load = async (pool: Pool, pathname: string, payload: string, n: number) => {
+  const lat: Array<number> = []
+  let next = 0
+  const worker = async () => {
+    while (next < n) {
+      next++
+      const t0 = performance.now()
+      const r = await pool.request({ method: "POST", path: pathname, headers: { "content-type": "application/json", "x-vetobench-run": "bench" }, body: payload })
+      const text = await r.body.text()
+      if (r.statusCode !== 200 || !text.includes("list_dir")) throw new Error(`HTTP ${r.statusCode}: ${text.slice(0, 200)}`)
+      lat.push(performance.now() - t0)
+    }
+  }
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker))
+  return lat
+}
+
+interface Row {
+  mode: string
+  directP50: number
+  directP99: number
+  proxyP50: number
+  proxyP99: number
+  cpuMs: number
+}
+
+const main = async () => {
+  if (!existsSync(CLI)) throw new Error("run `npm run build` first")
+  const dir = mkdtempSync(path.join(tmpdir(), "vetobench-bench-"))
+  mkdirSync(path.join(dir, "configs"))
+  const fake = await start(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:(\d+))\/v1/)
+  const config = path.join(dir, "configs", "vetobench.yaml")
+  writeFileSync(config, `upstreams:\n  - name: fake\n    base_url: ${fake.match[1]}/v1\nproxy:\n  port: 0\n`)
+  const proxy = await start(["proxy", "-c", config], /veto-proxy (http:\/\/127\.0\.0\.1:\d+)\/v1/)
+  const direct = new Pool(fake.match[1]!, { connections: CONCURRENCY })
+  const viaProxy = new Pool(proxy.match[1]!, { connections: CONCURRENCY })
+  const rows: Array<Row> = []
+  try {
+    for (const [mode, stream] of [["JSON, one tool call", false], ["SSE, one tool call (gated)", true]] as const) {
+      await load(direct, "/v1/chat/completions", body("qwen3.8-27b", stream), WARMUP)
+      await load(viaProxy, "/v1/chat/completions", body("qwen3.8-27b@enforce:allow-all", stream), WARMUP)
+      const d = await load(direct, "/v1/chat/completions", body("qwen3.8-27b", stream), REQUESTS)
+      const before = cpuTicks(proxy.proc.pid!)
+      const p = await load(viaProxy, "/v1/chat/completions", body("qwen3.8-27b@enforce:allow-all", stream), REQUESTS)
+      const ticks = cpuTicks(proxy.proc.pid!) - before
+      rows.push({
+        mode,
+        directP50: percentile(d, 50),
+        directP99: percentile(d, 99),
+        proxyP50: percentile(p, 50),
+        proxyP99: percentile(p, 99),
+        cpuMs: (ticks / TICKS_PER_SECOND / REQUESTS) * 1000
+      })
+    }
+  } finally {
+    await direct.close()
+    await viaProxy.close()
+    proxy.proc.kill("SIGTERM")
+    fake.proc.kill("SIGTERM")
+  }
+  const f = (x: number) => x.toFixed(2)
+  const table = [
+    "| mode | direct p50 | direct p99 | via proxy p50 | via proxy p99 | added p50 | added p99 | proxy CPU / request |",
+    "|---|---|---|---|---|---|---|---|",
+    ...rows.map(
+      (r) =>
+        `| ${r.mode} | ${f(r.directP50)} ms | ${f(r.directP99)} ms | ${f(r.proxyP50)} ms | ${f(r.proxyP99)} ms | ${f(r.proxyP50 - r.directP50)} ms | ${f(r.proxyP99 - r.directP99)} ms | ${f(r.cpuMs)} ms |`
+    )
+  ].join("\n")
+  const section = [
+    "<!-- proxy-overhead:start -->",
+    `Run ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model.trim() ?? "cpu"}, Node ${process.version}; ${REQUESTS} measured requests per mode after ${WARMUP} warm-up, concurrency ${CONCURRENCY}; enforce arm, static \`allow-all\` judge, audit on (one fsynced record per call).`,
+    "",
+    table,
+    "<!-- proxy-overhead:end -->"
+  ].join("\n")
+  console.log(section)
+  if (WRITE) {
+    const doc = path.resolve("docs/performance.md")
+    const text = readFileSync(doc, "utf8")
+    writeFileSync(doc, text.replace(/<!-- proxy-overhead:start -->[\s\S]*<!-- proxy-overhead:end -->/, section))
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e)
+    process.exit(1)
+  }
+)
