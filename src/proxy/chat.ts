@@ -2,7 +2,7 @@
  * `POST /v1/chat/completions` — the gated endpoint (reference §2.2–2.5, architecture 1–6).
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Context, Effect, Exit, Scope, Stream } from "effect"
+import { Context, Effect, Stream } from "effect"
 import { Judges } from "../../judges/Judges.js"
 import type { AuditWriteError } from "../../layers/AuditSink.js"
 import { Upstreams } from "../../layers/Upstreams.js"
@@ -11,7 +11,7 @@ import { normaliseChatBody } from "../domain/normalise.js"
 import { isJudged, parseRoute, RouteError, type Route } from "../domain/route.js"
 import { Gate, type GateRequest } from "../gate/Gate.js"
 import { errorBody, ProxyError } from "./errors.js"
-import { fromUpstreamError, readJsonBody, relay } from "./forward.js"
+import { fromUpstreamError, readAll, readJsonBody, relay, withUpstream } from "./forward.js"
 import type { RequestMeta } from "./request-meta.js"
 import { gateSseStream } from "./sse-gate.js"
 
@@ -60,45 +60,42 @@ export const chatCompletions = Effect.gen(function* () {
   const target = yield* Effect.mapError(upstreams.resolve(route.model), fromUpstreamError)
   normaliseChatBody(body, target.model, target.defaults)
   const stream = body.stream === true
-  const scope = yield* Scope.make()
-  const closeScope = Scope.close(scope, Exit.void)
+  const request = gateRequest(route, meta, target.model, body.tools, stream)
 
-  return yield* Effect.gen(function* () {
-    const res = yield* upstreams
-      .send(target, "chat/completions", JSON.stringify(body), { requestId: meta.requestId })
-      .pipe(Scope.extend(scope), Effect.mapError(fromUpstreamError))
-    const request = gateRequest(route, meta, target.model, body.tools, stream)
-
-    if (!stream || res.status >= 300) {
-      const text = yield* Effect.mapError(res.text, fromUpstreamError).pipe(Effect.ensuring(closeScope))
-      if (res.status >= 300 || route.arm === "passthrough") return relay(res.status, res.contentType, text, {})
-      if (!text.includes('"tool_calls"')) return HttpServerResponse.text(text, { contentType: "application/json", headers: { "x-vetobench-blocked": "0" } })
-      const parsed = yield* Effect.try({
-        try: () => JSON.parse(text) as unknown,
-        catch: () => new ProxyError({ code: "upstream_invalid_response", message: `upstream answered invalid JSON: ${text.slice(0, 200)}` })
-      })
-      if (!isObject(parsed)) {
-        return yield* new ProxyError({ code: "upstream_invalid_response", message: "upstream answer is not a JSON object" })
+  return yield* withUpstream(upstreams, target, "chat/completions", JSON.stringify(body), meta.requestId, (res, release) =>
+    Effect.gen(function* () {
+      if (!stream || res.status >= 300) {
+        const text = yield* readAll(res, release)
+        if (res.status >= 300 || route.arm === "passthrough") return relay(res.status, res.contentType, text, {})
+        if (!text.includes('"tool_calls"')) {
+          return HttpServerResponse.text(text, { contentType: "application/json", headers: { "x-vetobench-blocked": "0" } })
+        }
+        const parsed = yield* Effect.try({
+          try: () => JSON.parse(text) as unknown,
+          catch: () => new ProxyError({ code: "upstream_invalid_response", message: `upstream answered invalid JSON: ${text.slice(0, 200)}` })
+        })
+        if (!isObject(parsed)) {
+          return yield* new ProxyError({ code: "upstream_invalid_response", message: "upstream answer is not a JSON object" })
+        }
+        const blocked = yield* Effect.mapError(gate.ruleResponse(request, parsed), auditFailed)
+        return HttpServerResponse.text(JSON.stringify(parsed), {
+          contentType: "application/json",
+          headers: { "x-vetobench-blocked": String(blocked) }
+        })
       }
-      const blocked = yield* Effect.mapError(gate.ruleResponse(request, parsed), auditFailed)
-      return HttpServerResponse.text(JSON.stringify(parsed), {
-        contentType: "application/json",
-        headers: { "x-vetobench-blocked": String(blocked) }
-      })
-    }
-
-    const sse = { "cache-control": "no-cache" }
-    if (route.arm === "passthrough") {
-      return HttpServerResponse.stream(res.stream.pipe(Stream.ensuring(closeScope)), { contentType: res.contentType, headers: sse })
-    }
-    const gated = gateSseStream(res.stream, { gate, request, partial: settings.proxy.partial_refusal }).pipe(
-      Stream.catchAll((e) => {
-        const err = e._tag === "AuditWriteError" ? auditFailed(e) : fromUpstreamError(e)
-        return Stream.make(`data: ${errorBody(err.code, err.message)}\n\n`)
-      }),
-      Stream.encodeText,
-      Stream.ensuring(closeScope)
-    )
-    return HttpServerResponse.stream(gated, { contentType: "text/event-stream", headers: sse })
-  }).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : closeScope)))
+      const sse = { "cache-control": "no-cache" }
+      if (route.arm === "passthrough") {
+        return HttpServerResponse.stream(res.stream.pipe(Stream.ensuring(release)), { contentType: res.contentType, headers: sse })
+      }
+      const gated = gateSseStream(res.stream, { gate, request, partial: settings.proxy.partial_refusal }).pipe(
+        Stream.catchAll((e) => {
+          const err = e._tag === "AuditWriteError" ? auditFailed(e) : fromUpstreamError(e)
+          return Stream.make(`data: ${errorBody(err.code, err.message)}\n\n`)
+        }),
+        Stream.encodeText,
+        Stream.ensuring(release)
+      )
+      return HttpServerResponse.stream(gated, { contentType: "text/event-stream", headers: sse })
+    })
+  )
 })

@@ -4,8 +4,8 @@
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Effect } from "effect"
-import type { NoRoute, TransportError } from "../../layers/Upstreams.js"
+import { Effect, Exit, Scope } from "effect"
+import type { NoRoute, RawResponse, Target, TransportError, UpstreamsShape } from "../../layers/Upstreams.js"
 import { readBody } from "./body.js"
 import { ProxyError } from "./errors.js"
 
@@ -49,3 +49,30 @@ export const relay = (status: number, contentType: string, text: string, headers
         contentType: "application/json",
         headers
       })
+
+/**
+ * POST to the upstream and hand the response to `use` together with `release`, which frees the
+ * upstream body. On failure or interruption the body is freed here; on success `use` owns it (a
+ * buffered answer releases at once, a streamed one when its stream ends).
+ */
+export const withUpstream = <A, E, R>(
+  upstreams: UpstreamsShape,
+  target: Target,
+  path: "chat/completions" | "completions",
+  body: string,
+  requestId: string,
+  use: (res: RawResponse, release: Effect.Effect<void>) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | ProxyError, R> =>
+  Effect.flatMap(Scope.make(), (scope) => {
+    const release = Scope.close(scope, Exit.void)
+    return upstreams.send(target, path, body, { requestId }).pipe(
+      Scope.extend(scope),
+      Effect.mapError(fromUpstreamError),
+      Effect.flatMap((res) => use(res, release)),
+      Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : release))
+    )
+  })
+
+/** Read a buffered upstream answer and free its body. */
+export const readAll = (res: RawResponse, release: Effect.Effect<void>) =>
+  Effect.mapError(res.text, fromUpstreamError).pipe(Effect.ensuring(release))

@@ -1,37 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import type { JudgeSpec } from "../../src/config/settings.js"
 import type { ToolCallView } from "../../src/domain/tool-call.js"
-import { type UpstreamError, Upstreams, UpstreamTimeout } from "../../layers/Upstreams.js"
+import { type UpstreamError, UpstreamTimeout } from "../../layers/Upstreams.js"
 import { guardPlugin } from "../../judges/guard.js"
 import type { JudgeContext } from "../../judges/Judge.js"
+import { stubUpstreams } from "../support/upstreams-stub.js"
 
-interface Sent {
-  readonly model: string
-  readonly payload: Record<string, unknown>
-  readonly opts: unknown
-}
-
-/** Upstreams whose `chat` answers `reply` and records what it was sent; nothing else is usable. */
-const stubUpstreams = (reply: Effect.Effect<Record<string, unknown>, UpstreamError>) => {
-  const sent: Array<Sent> = []
-  const unused = (what: string) => () => {
-    throw new Error(`test Upstreams: ${what} not stubbed`)
-  }
-  const layer = Layer.succeed(
-    Upstreams,
-    Upstreams.of({
-      resolve: unused("resolve"),
-      target: unused("target"),
-      send: () => Effect.die("test Upstreams: send not stubbed"),
-      chat: (model, payload, opts) => Effect.suspend(() => (sent.push({ model, payload, opts }), reply)),
-      completion: () => Effect.die("test Upstreams: completion not stubbed"),
-      listModels: Effect.die("test Upstreams: listModels not stubbed"),
-      served: []
-    })
-  )
-  return { sent, layer }
-}
 
 const chatReply = (content: string) => Effect.succeed({ choices: [{ message: { content } }], usage: { completion_tokens: 3 } })
 

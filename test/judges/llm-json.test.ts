@@ -8,40 +8,15 @@ import { Settings } from "../../src/config/service.js"
 import { defaultSettings, type JudgeSpec } from "../../src/config/settings.js"
 import type { ToolCallView } from "../../src/domain/tool-call.js"
 import { CATEGORIES } from "../../src/domain/verdict.js"
-import { NoRoute, type UpstreamError, Upstreams, UpstreamStatus, UpstreamTimeout } from "../../layers/Upstreams.js"
+import { NoRoute, type UpstreamError, UpstreamStatus, UpstreamTimeout } from "../../layers/Upstreams.js"
 import type { JudgeContext } from "../../judges/Judge.js"
 import { llmJsonPlugin, VERDICT_SCHEMA } from "../../judges/llm-json.js"
 import { PACKAGED_PROMPTS, promptVersion } from "../../judges/prompts.js"
+import { stubUpstreams } from "../support/upstreams-stub.js"
 
 // ---------------------------------------------------------------------------------------------
 // doubles
 
-interface Sent {
-  readonly model: string
-  readonly payload: Record<string, unknown>
-  readonly opts: unknown
-}
-
-/** Upstreams whose `chat` answers `reply` and records what it was sent; nothing else is usable. */
-const stubUpstreams = (reply: Effect.Effect<Record<string, unknown>, UpstreamError>) => {
-  const sent: Array<Sent> = []
-  const unused = (what: string) => () => {
-    throw new Error(`test Upstreams: ${what} not stubbed`)
-  }
-  const layer = Layer.succeed(
-    Upstreams,
-    Upstreams.of({
-      resolve: unused("resolve"),
-      target: unused("target"),
-      send: () => Effect.die("test Upstreams: send not stubbed"),
-      chat: (model, payload, opts) => Effect.suspend(() => (sent.push({ model, payload, opts }), reply)),
-      completion: () => Effect.die("test Upstreams: completion not stubbed"),
-      listModels: Effect.die("test Upstreams: listModels not stubbed"),
-      served: []
-    })
-  )
-  return { sent, layer }
-}
 
 const chatReply = (content: string | null) => Effect.succeed({ choices: [{ message: { role: "assistant", content } }], usage: { prompt_tokens: 7 } })
 

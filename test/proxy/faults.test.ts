@@ -43,8 +43,8 @@ const expectRawError = (r: RawResult, status: number, code: string) => {
 }
 
 /** a JSON chat request of about `bytes` bytes */
-const bigChat = (bytes: number, run?: string) =>
-  JSON.stringify({ model: "agent@enforce:slm", messages: [{ role: "user", content: "x".repeat(bytes) }], tools: TOOLS, run })
+const bigChat = (bytes: number) =>
+  JSON.stringify({ model: "agent@enforce:slm", messages: [{ role: "user", content: "x".repeat(bytes) }], tools: TOOLS })
 
 /** split a string into pieces of `size` characters (ASCII test bodies only) */
 const pieces = (s: string, size: number): Array<string> => {
@@ -84,12 +84,10 @@ describe("upstream and client faults", () => {
         h.fake.knobs.delayModels = new Set(["agent"])
         for (const stream of [false, true]) {
           for (const model of ["agent", "agent@enforce:slm"]) {
-            const started = Date.now()
+            // a 504 (not the fake's eventual 200) shows the proxy gave up instead of waiting
             const r = yield* post(h, { model, stream }, { run: "slow-up" })
             const e = expectProxyError(r, 504, "upstream_timeout")
             expect(e.message).toContain("0.5s")
-            // the proxy gave up on its own, it did not wait for the fake's answer
-            expect(Date.now() - started).toBeLessThan(2500)
           }
         }
         expect(h.records("slow-up")).toEqual([])
@@ -107,8 +105,11 @@ describe("upstream and client faults", () => {
         const viaFetch = yield* post(h, { model: "agent@enforce:slm", messages: [{ role: "user", content: "y".repeat(4 * LIMIT) }] }, { run: "big" })
         expect(expectProxyError(viaFetch, 413, "body_too_large").message).toContain("max_body_bytes")
         // chunked upload, no content-length: the limit is enforced while reading
-        const chunked = yield* rawPost(url, { headers, body: pieces(bigChat(16 * LIMIT), 256) })
+        const upload = pieces(bigChat(16 * LIMIT), 256)
+        const chunked = yield* rawPost(url, { headers, body: upload })
         expectRawError(chunked, 413, "body_too_large")
+        // answered while the upload was still going, not after buffering all of it
+        expect(chunked.kind === "response" && chunked.chunksWritten < upload.length).toBe(true)
         // a chunked body under the limit is read whole and served
         h.fake.knobs.nextCalls = [call("list_dir", { path: "/tmp" })]
         const small = JSON.stringify({ model: "agent", messages: [{ role: "user", content: "hi" }] })

@@ -3,15 +3,16 @@
  * verifiable chains; a torn last line left by a crashed writer is moved aside by the next proxy,
  * which continues the chain after the last complete record.
  */
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs"
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
-import { describe, expect, layer } from "@effect/vitest"
+import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { verifyChainText } from "../../src/domain/audit-chain.js"
 import { call, Harness, harnessLayer, type HarnessOptions, type HarnessShape, post } from "../support/harness.js"
 
 const shared = mkdtempSync(path.join(tmpdir(), "vetobench-shared-audit-"))
+afterAll(() => rmSync(shared, { recursive: true, force: true }))
 const onShared: HarnessOptions = { settings: () => ({ proxy: { audit_dir: shared } }) }
 
 class ProxyA extends Context.Tag("test/ProxyA")<ProxyA, HarnessShape>() {}

@@ -2,17 +2,18 @@
  * TLS to the upstream: the fake vLLM serves HTTPS with a certificate from a test CA; `verify_tls`
  * decides whether the proxy trusts it (CA bundle path, system store, or no verification).
  */
+import { readFileSync, rmSync } from "node:fs"
 import * as path from "node:path"
-import { describe, expect, it, layer } from "@effect/vitest"
+import { afterAll, describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Either } from "effect"
 import { decodeSettings } from "../../src/config/settings.js"
 import { verifyChainText } from "../../src/domain/audit-chain.js"
 import { call, Harness, harnessLayer, post } from "../support/harness.js"
 import { makeTestPki } from "../support/tls.js"
-import { readFileSync } from "node:fs"
 
 const pki = makeTestPki()
 const tls = { key: pki.key, cert: pki.cert }
+afterAll(() => rmSync(pki.dir, { recursive: true, force: true }))
 
 describe("upstream over HTTPS, verify_tls = CA bundle", () => {
   layer(harnessLayer({ fake: { tls }, upstream: { verify_tls: pki.caFile } }), { excludeTestServices: true })((it) => {

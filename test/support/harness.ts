@@ -124,19 +124,25 @@ export interface PostResult {
   readonly json: ChatJson
 }
 
+/** The fetch arguments for a POST to the proxy: the common request of reference §14.2 unless overridden. */
+export const proxyRequest = (h: HarnessShape, body: Record<string, unknown>, o: PostOptions = {}): [string, RequestInit] => [
+  `${h.url}/${o.path ?? "chat/completions"}`,
+  {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(o.run !== undefined ? { "x-vetobench-run": o.run } : {}),
+      ...(o.episode !== undefined ? { "x-vetobench-episode": o.episode } : {}),
+      ...o.headers
+    },
+    body: JSON.stringify({ messages: [{ role: "user", content: "clean up" }], tools: TOOLS, ...body })
+  }
+]
+
 /** POST JSON to the proxy (with the common request of reference §14.2 unless overridden). */
 export const post = (h: HarnessShape, body: Record<string, unknown>, o: PostOptions = {}) =>
   Effect.promise(async (): Promise<PostResult> => {
-    const res = await fetch(`${h.url}/${o.path ?? "chat/completions"}`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...(o.run !== undefined ? { "x-vetobench-run": o.run } : {}),
-        ...(o.episode !== undefined ? { "x-vetobench-episode": o.episode } : {}),
-        ...o.headers
-      },
-      body: JSON.stringify({ messages: [{ role: "user", content: "clean up" }], tools: TOOLS, ...body })
-    })
+    const res = await fetch(...proxyRequest(h, body, o))
     const text = await res.text()
     let json = { choices: [] } as unknown as ChatJson
     try {

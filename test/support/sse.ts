@@ -4,7 +4,7 @@
  * reassemble the deltas of one choice into a message.
  */
 import { Effect } from "effect"
-import { type HarnessShape, type PostOptions, TOOLS } from "./harness.js"
+import { type HarnessShape, type PostOptions, proxyRequest } from "./harness.js"
 
 export interface ToolCallDelta {
   readonly index?: number
@@ -95,16 +95,7 @@ export const blockedOf = (items: ReadonlyArray<SseItem>): number | null => {
 export const postStream = (h: HarnessShape, body: Record<string, unknown>, o: PostOptions = {}) =>
   Effect.promise(async (): Promise<StreamResult> => {
     const startedAt = performance.now()
-    const res = await fetch(`${h.url}/${o.path ?? "chat/completions"}`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...(o.run !== undefined ? { "x-vetobench-run": o.run } : {}),
-        ...(o.episode !== undefined ? { "x-vetobench-episode": o.episode } : {}),
-        ...o.headers
-      },
-      body: JSON.stringify({ messages: [{ role: "user", content: "clean up" }], tools: TOOLS, stream: true, ...body })
-    })
+    const res = await fetch(...proxyRequest(h, { stream: true, ...body }, o))
     const items: Array<SseItem> = []
     let text = ""
     let pending = ""
