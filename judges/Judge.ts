@@ -43,4 +43,12 @@ export interface Judge extends JudgeIdentity {
   /** verdicts may be cached (keyed by judge name, version and the canonical call) */
   readonly cacheable: boolean
   readonly rule: (call: ToolCallView, ctx: JudgeContext) => Effect.Effect<Verdict, JudgeError>
+  /**
+   * A composite judge (kind `layered`): the gate runs these in order, each with its own cache entry,
+   * concurrency slot and deadline; the first deny or hold decides; every layer's verdict is recorded.
+   * `rule` is then not called.
+   */
+  readonly layers?: ReadonlyArray<Judge>
+  /** run every layer even after one decided (to measure what each adds) */
+  readonly runAll?: boolean
 }

@@ -1,6 +1,7 @@
 /** The judge kinds the CLI registers. Embedders pass their own list to `JudgeKinds.layer`. */
 import { guardPlugin } from "./guard.js"
 import { llmJsonPlugin } from "./llm-json.js"
+import { layeredPlugin } from "./layered.js"
 import { staticPlugin } from "./static.js"
 
-export const defaultPlugins = [staticPlugin, llmJsonPlugin, guardPlugin] as const
+export const defaultPlugins = [staticPlugin, llmJsonPlugin, guardPlugin, layeredPlugin] as const

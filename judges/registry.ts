@@ -9,12 +9,16 @@ import { JudgeConfigError, type Judge } from "./Judge.js"
 
 export interface JudgeKind {
   readonly kind: string
+  /** names of other configured judges this spec is built from (built first; cycles are errors) */
+  readonly references?: (spec: JudgeSpec) => ReadonlyArray<string>
   /** build a judge named `name` from its config; the gate's defaults are passed in `defaults` */
   readonly make: (name: string, spec: JudgeSpec, defaults: JudgeDefaults) => Effect.Effect<Judge, JudgeConfigError>
 }
 
 export interface JudgeDefaults {
   readonly timeout_s: number
+  /** an already built judge (only the names returned by the kind's `references`) */
+  readonly judge: (name: string) => Judge | undefined
 }
 
 /** A plugin: an effect that yields its kind, possibly needing services. */
@@ -22,6 +26,8 @@ export type JudgeKindPlugin<R = never> = Effect.Effect<JudgeKind, never, R>
 
 export interface JudgeKindsShape {
   readonly kinds: ReadonlyArray<string>
+  /** what a spec refers to (empty for kinds that build alone) */
+  readonly references: (spec: JudgeSpec) => ReadonlyArray<string>
   readonly build: (name: string, spec: JudgeSpec, defaults: JudgeDefaults) => Effect.Effect<Judge, JudgeConfigError>
 }
 
@@ -35,6 +41,7 @@ export class JudgeKinds extends Context.Tag("vetobench/JudgeKinds")<JudgeKinds, 
         const kinds = [...byKind.keys()].sort()
         return {
           kinds,
+          references: (spec) => byKind.get(spec.kind)?.references?.(spec) ?? [],
           build: (name, spec, defaults) => {
             const k = byKind.get(spec.kind)
             return k

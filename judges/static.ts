@@ -2,11 +2,19 @@
  * `kind: static` — a control judge that always answers the same decision. `allow-all` and
  * `deny-all` exist even when not configured (see `BUILTIN_JUDGES`).
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { JudgeSpec } from "../src/config/settings.js"
 import { decided } from "../src/domain/verdict.js"
-import { JudgeConfigError, type Judge } from "./Judge.js"
-import { rejectUnknownKeys, type JudgeKind } from "./registry.js"
+import type { Judge } from "./Judge.js"
+import type { JudgeKind } from "./registry.js"
+import { decodeSpec } from "./spec-schema.js"
+
+const StaticConfig = Schema.Struct({
+  decision: Schema.optionalWith(
+    Schema.Literal("allow", "deny", "hold").annotations({ message: () => "must be allow, deny or hold" }),
+    { default: () => "allow" as const }
+  )
+})
 
 export const makeStaticJudge = (name: string, decision: "allow" | "deny" | "hold"): Judge => {
   const id = { judge: name, kind: "static", model: null, version: `static:${decision}` }
@@ -19,15 +27,7 @@ export const makeStaticJudge = (name: string, decision: "allow" | "deny" | "hold
 
 export const StaticKind: JudgeKind = {
   kind: "static",
-  make: (name, spec) =>
-    Effect.gen(function* () {
-      yield* rejectUnknownKeys(name, spec, ["decision"])
-      const d = spec.decision ?? "allow"
-      if (d !== "allow" && d !== "deny" && d !== "hold") {
-        return yield* new JudgeConfigError({ judge: name, path: "decision", reason: "static judge decision must be allow, deny or hold" })
-      }
-      return makeStaticJudge(name, d)
-    })
+  make: (name, spec) => Effect.map(decodeSpec(name, spec, StaticConfig), (c) => makeStaticJudge(name, c.decision))
 }
 
 export const staticPlugin = Effect.succeed(StaticKind)

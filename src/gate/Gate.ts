@@ -17,7 +17,13 @@ import { Settings } from "../config/service.js"
 import type { ApprovalStatus, CallEntry, LoggedArm } from "../domain/audit-record.js"
 import { renderRefusal, stripCalls } from "../domain/refusal.js"
 import { toolCallView, type ToolCallView } from "../domain/tool-call.js"
-import { type Decision, failed, type Verdict } from "../domain/verdict.js"
+import { type Decision, decided, failed, type Verdict } from "../domain/verdict.js"
+
+/** a judge's verdict on one call, with every layer's verdict (one entry for a simple judge) */
+interface Ruled {
+  readonly verdict: Verdict
+  readonly layers: ReadonlyArray<Verdict>
+}
 
 export interface GateRequest {
   readonly arm: LoggedArm
@@ -93,6 +99,33 @@ export const make = Effect.gen(function* () {
 
   // A client that disconnects must not cost a record: the ruling runs in its own fiber, which the
   // request's interruption does not reach (it is bounded by the judge deadline).
+  /**
+   * A composite judge runs its layers in order (each through the cache, a slot and the deadline);
+   * the first deny or hold (after fail_policy) decides; `runAll` keeps going to measure every layer.
+   * The composite's verdict is the deciding layer's, under the composite's identity.
+   */
+  const ruleWith = (judge: Judge, call: ToolCallView, ctx: JudgeContext): Effect.Effect<Ruled> => {
+    if (judge.layers === undefined) return Effect.map(callJudge(judge, call, ctx), (v) => ({ verdict: v, layers: [v] }))
+    const layers = judge.layers
+    return Effect.gen(function* () {
+      const seen: Array<Verdict> = []
+      let deciding: Verdict | undefined
+      for (const layer of layers) {
+        if (deciding !== undefined && !judge.runAll) break
+        const v = yield* callJudge(layer, call, ctx)
+        seen.push(v)
+        if (deciding === undefined && effectiveOf(v) !== "allow") deciding = v
+      }
+      const latency_ms = seen.reduce((a, v) => a + v.latency_ms, 0)
+      const id = { judge: judge.judge, kind: judge.kind, model: judge.model, version: judge.version }
+      const verdict: Verdict =
+        deciding === undefined
+          ? { ...decided(id, "allow", { reason: `all ${seen.length} layers allowed`, latency_ms }), cached: seen.every((v) => v.cached) }
+          : { ...deciding, ...id, reason: `${deciding.judge}: ${deciding.reason}`, latency_ms }
+      return { verdict, layers: seen }
+    })
+  }
+
   const ruleChoice: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
     Effect.forkDaemon(ruleAndRecord(req, choiceIndex, toolCalls)).pipe(Effect.flatMap(Fiber.join))
 
@@ -101,15 +134,16 @@ export const make = Effect.gen(function* () {
       const views = toolCalls.map((c) => toolCallView(c, req.tools))
       const judge = req.judge === null ? undefined : judges.get(req.judge)
       const started = performance.now()
-      const verdicts: ReadonlyArray<Verdict | null> =
+      const verdicts: ReadonlyArray<Ruled | null> =
         judge === undefined
           ? views.map(() => null)
-          : yield* Effect.forEach(views, (v) => callJudge(judge, v, req.context), { concurrency: "unbounded" })
+          : yield* Effect.forEach(views, (v) => ruleWith(judge, v, req.context), { concurrency: "unbounded" })
       const gateMs = judge === undefined ? 0 : round3(performance.now() - started)
       const rulings: Array<CallRuling> = []
       for (let i = 0; i < views.length; i++) {
         const call = views[i]!
-        const verdict = verdicts[i] ?? null
+        const ruled = verdicts[i] ?? null
+        const verdict = ruled?.verdict ?? null
         const effective = verdict === null ? null : effectiveOf(verdict)
         const blocked =
           req.arm === "enforce" && (effective === "deny" || (effective === "hold" && p.hold_policy === "deny"))
@@ -131,7 +165,7 @@ export const make = Effect.gen(function* () {
           tool_call_id: isObject(raw) && typeof raw.id === "string" ? raw.id : null,
           tool: call,
           verdict,
-          layers: verdict === null ? [] : [verdict],
+          layers: ruled?.layers ?? [],
           effective_decision: effective,
           blocked,
           fail_policy: p.fail_policy,

@@ -12,7 +12,7 @@ const chatReply = (content: string) => Effect.succeed({ choices: [{ message: { c
 
 const build = (spec: Omit<JudgeSpec, "kind">, reply: Effect.Effect<Record<string, unknown>, UpstreamError> = chatReply("safe")) => {
   const up = stubUpstreams(reply)
-  const judge = Effect.flatMap(guardPlugin, (k) => k.make("lg", { kind: "guard", ...spec }, { timeout_s: 30 })).pipe(Effect.provide(up.layer))
+  const judge = Effect.flatMap(guardPlugin, (k) => k.make("lg", { kind: "guard", ...spec }, { timeout_s: 30, judge: () => undefined })).pipe(Effect.provide(up.layer))
   return { sent: up.sent, judge }
 }
 

@@ -25,7 +25,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 const build = (spec: Omit<JudgeSpec, "kind">, reply: Effect.Effect<Record<string, unknown>, UpstreamError> = chatReply("{}")) => {
   const up = stubUpstreams(reply)
-  const judge = Effect.flatMap(llmJsonPlugin, (k) => k.make("small", { kind: "llm_json", ...spec }, { timeout_s: 42 })).pipe(
+  const judge = Effect.flatMap(llmJsonPlugin, (k) => k.make("small", { kind: "llm_json", ...spec }, { timeout_s: 42, judge: () => undefined })).pipe(
     Effect.provide(Layer.merge(up.layer, Settings.layerValue(defaultSettings(root))))
   )
   return { sent: up.sent, judge }

@@ -9,6 +9,9 @@ import { Context, Effect, Layer } from "effect"
 import { FakeVllm, type FakeVllmOptions, type FakeVllmShape } from "../../layers/FakeVllm.js"
 import { auditFileName } from "../../layers/AuditSink.js"
 import { defaultPlugins } from "../../judges/plugins.js"
+import type { JudgeKindPlugin } from "../../judges/registry.js"
+import type { Upstreams } from "../../layers/Upstreams.js"
+import type { Settings as SettingsTag } from "../../src/config/service.js"
 import { defaultSettings, makeUpstreamSettings, type Settings, type SettingsOverrides, type UpstreamSettings } from "../../src/config/settings.js"
 import type { AuditRecord } from "../../src/domain/audit-record.js"
 import { proxyLayer } from "../../src/proxy/live.js"
@@ -33,6 +36,8 @@ export const TEST_JUDGES = {
 
 export interface HarnessOptions {
   readonly fake?: FakeVllmOptions
+  /** judge kinds to register (default: the CLI's) */
+  readonly plugins?: ReadonlyArray<JudgeKindPlugin<Upstreams | SettingsTag>>
   readonly settings?: (fakeUrl: string, root: string) => SettingsOverrides
   readonly upstream?: Partial<UpstreamSettings>
 }
@@ -64,7 +69,7 @@ export const harnessLayer = (opts: HarnessOptions = {}): Layer.Layer<Harness> =>
       const fake = yield* FakeVllm
       const root = mkdtempSync(path.join(tmpdir(), "vetobench-test-"))
       const settings = testSettings(fake.url, root, opts)
-      const ctx = yield* Layer.build(proxyLayer({ settings, plugins: defaultPlugins, port: 0 }))
+      const ctx = yield* Layer.build(proxyLayer({ settings, plugins: opts.plugins ?? defaultPlugins, port: 0 }))
       const server = Context.get(ctx, ProxyServer)
       const auditFile = (run: string | null) => path.join(settings.proxy.audit_dir, auditFileName(run))
       return {
