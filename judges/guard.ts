@@ -3,19 +3,17 @@
  * turn; a regex over the reply decides (reference §4.4). `unsafe_pattern` matches
  * case-insensitively, `category_pattern` case-sensitively (§17.24, kept: Llama Guard's `S14`).
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { JudgeSpec } from "../src/config/settings.js"
 import { argumentsText, type ToolCallView } from "../src/domain/tool-call.js"
 import { decided, type JudgeIdentity, type Verdict } from "../src/domain/verdict.js"
 import { Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
 import { type Judge, type JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
 import { callJudgeModel, type ModelReply } from "./judge-model.js"
-import { specFields } from "./spec-fields.js"
+import { decodeSpec, JsonObject, NonEmptyString, PositiveInt, PositiveNumber, Regex } from "./spec-schema.js"
 import { shortHash } from "./prompts.js"
-import { type JudgeDefaults, type JudgeKind, type JudgeKindPlugin, rejectUnknownKeys } from "./registry.js"
+import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { stripThink } from "./verdict-parse.js"
-
-export const GUARD_KEYS = ["model", "unsafe_pattern", "category_pattern", "max_tokens", "timeout_s", "chat_template_kwargs", "extra_body"] as const
 
 /** Id of the rendering below; part of the version, so a new rendering gets a new cache key. */
 export const GUARD_TEMPLATE = "v1"
@@ -31,24 +29,27 @@ export interface GuardConfig {
   readonly extra_body: Record<string, unknown>
 }
 
-export const decodeGuardConfig = (
-  name: string,
-  spec: JudgeSpec,
-  defaults: JudgeDefaults
-): Effect.Effect<GuardConfig, JudgeConfigError> =>
-  Effect.gen(function* () {
-    yield* rejectUnknownKeys(name, spec, GUARD_KEYS)
-    const f = specFields(name, spec)
-    return {
-      model: yield* f.requiredString("model"),
-      unsafe: yield* f.regex("unsafe_pattern", "i"),
-      category: yield* f.optionalRegex("category_pattern", ""),
-      max_tokens: yield* f.positiveInt("max_tokens", 20),
-      timeout_s: yield* f.positiveNumber("timeout_s", defaults.timeout_s),
-      chat_template_kwargs: yield* f.object("chat_template_kwargs"),
-      extra_body: yield* f.object("extra_body")
-    }
+const GuardSpec = (timeout_s: number) =>
+  Schema.Struct({
+    model: NonEmptyString,
+    unsafe_pattern: Regex("i"),
+    category_pattern: Schema.optionalWith(Schema.NullOr(Regex("")), { default: () => null }),
+    max_tokens: Schema.optionalWith(PositiveInt, { default: () => 20 }),
+    timeout_s: Schema.optionalWith(PositiveNumber, { default: () => timeout_s }),
+    chat_template_kwargs: Schema.optionalWith(JsonObject, { default: () => ({}) }),
+    extra_body: Schema.optionalWith(JsonObject, { default: () => ({}) })
   })
+
+export const decodeGuardConfig = (name: string, spec: JudgeSpec, defaults: JudgeDefaults): Effect.Effect<GuardConfig, JudgeConfigError> =>
+  Effect.map(decodeSpec(name, spec, GuardSpec(defaults.timeout_s)), (c) => ({
+    model: c.model,
+    unsafe: c.unsafe_pattern,
+    category: c.category_pattern,
+    max_tokens: c.max_tokens,
+    timeout_s: c.timeout_s,
+    chat_template_kwargs: { ...c.chat_template_kwargs },
+    extra_body: { ...c.extra_body }
+  }))
 
 /** `guard:` + short sha256 of the patterns and the rendering id. */
 export const guardVersion = (config: GuardConfig): string =>

@@ -3,7 +3,7 @@
  * call (reference §4.3). Config is checked when the judge is built; the prompt is loaded then too
  * and its hash is the judge's version (part of the verdict cache key).
  */
-import { Effect, Either } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { Settings } from "../src/config/service.js"
 import type { JudgeSpec } from "../src/config/settings.js"
 import { argumentsText, schemaText, type ToolCallView } from "../src/domain/tool-call.js"
@@ -11,12 +11,10 @@ import { CATEGORIES, decided, type JudgeIdentity } from "../src/domain/verdict.j
 import { Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
 import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
 import { DEFAULT_PROMPT, type LoadedPrompt, loadPrompt } from "./prompts.js"
-import { type JudgeDefaults, type JudgeKind, type JudgeKindPlugin, rejectUnknownKeys } from "./registry.js"
+import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { callJudgeModel } from "./judge-model.js"
-import { specFields } from "./spec-fields.js"
+import { BooleanLike, decodeSpec, JsonObject, NonEmptyString, NonNegativeNumber, PositiveInt, PositiveNumber } from "./spec-schema.js"
 import { parseJsonVerdict } from "./verdict-parse.js"
-
-export const LLM_JSON_KEYS = ["model", "prompt", "max_tokens", "guided_json", "timeout_s", "temperature", "extra_body"] as const
 
 export interface LlmJsonConfig {
   readonly model: string
@@ -28,6 +26,17 @@ export interface LlmJsonConfig {
   readonly extra_body: Record<string, unknown>
 }
 
+const LlmJsonSpec = (timeout_s: number) =>
+  Schema.Struct({
+    model: NonEmptyString,
+    prompt: Schema.optionalWith(NonEmptyString, { default: () => DEFAULT_PROMPT }),
+    max_tokens: Schema.optionalWith(PositiveInt, { default: () => 256 }),
+    guided_json: Schema.optionalWith(BooleanLike, { default: () => true }),
+    timeout_s: Schema.optionalWith(PositiveNumber, { default: () => timeout_s }),
+    temperature: Schema.optionalWith(NonNegativeNumber, { default: () => 0 }),
+    extra_body: Schema.optionalWith(JsonObject, { default: () => ({}) })
+  })
+
 /** Check and default an `llm_json` spec; a prompt path is resolved against `root`. */
 export const decodeLlmJsonConfig = (
   name: string,
@@ -36,20 +45,9 @@ export const decodeLlmJsonConfig = (
   root: string
 ): Effect.Effect<LlmJsonConfig, JudgeConfigError> =>
   Effect.gen(function* () {
-    yield* rejectUnknownKeys(name, spec, LLM_JSON_KEYS)
-    const f = specFields(name, spec)
-    const model = yield* f.requiredString("model")
-    const promptName = yield* f.string("prompt", DEFAULT_PROMPT)
-    const prompt = yield* Either.mapLeft(loadPrompt(promptName, root), (reason) => new JudgeConfigError({ judge: name, path: "prompt", reason }))
-    return {
-      model,
-      prompt,
-      max_tokens: yield* f.positiveInt("max_tokens", 256),
-      guided_json: yield* f.boolean("guided_json", true),
-      timeout_s: yield* f.positiveNumber("timeout_s", defaults.timeout_s),
-      temperature: yield* f.nonNegativeNumber("temperature", 0),
-      extra_body: yield* f.object("extra_body")
-    }
+    const c = yield* decodeSpec(name, spec, LlmJsonSpec(defaults.timeout_s))
+    const prompt = yield* Either.mapLeft(loadPrompt(c.prompt, root), (reason) => new JudgeConfigError({ judge: name, path: "prompt", reason }))
+    return { ...c, prompt, extra_body: { ...c.extra_body } }
   })
 
 /** The JSON schema the reply is constrained to; `reason` first so the model explains before deciding. */

@@ -58,21 +58,3 @@ export class JudgeKinds extends Context.Tag("vetobench/JudgeKinds")<JudgeKinds, 
       })
     )
 }
-
-/** Check a judge spec has only the allowed keys (besides `kind`). */
-export const rejectUnknownKeys = (
-  name: string,
-  spec: JudgeSpec,
-  allowed: ReadonlyArray<string>
-): Effect.Effect<void, JudgeConfigError> => {
-  const unknown = Object.keys(spec).filter((k) => k !== "kind" && !allowed.includes(k))
-  return unknown.length === 0
-    ? Effect.void
-    : Effect.fail(
-        new JudgeConfigError({
-          judge: name,
-          path: unknown[0]!,
-          reason: `unknown key for kind '${spec.kind}' (allowed: ${["kind", ...allowed].join(", ")})`
-        })
-      )
-}

@@ -19,6 +19,7 @@ export { AuditSink, AuditWriteError, verifyAuditFile } from "../layers/AuditSink
 export { JudgeCache } from "../layers/JudgeCache.js"
 export { FakeVllm, serveFakeVllm } from "../layers/FakeVllm.js"
 export { type Judge, type JudgeContext, JudgeError, JudgeConfigError } from "../judges/Judge.js"
-export { JudgeKinds, type JudgeKind, type JudgeKindPlugin, rejectUnknownKeys } from "../judges/registry.js"
+export { JudgeKinds, type JudgeKind, type JudgeKindPlugin } from "../judges/registry.js"
+export { decodeSpec } from "../judges/spec-schema.js"
 export { Judges } from "../judges/Judges.js"
 export { defaultPlugins } from "../judges/plugins.js"
