@@ -1,7 +1,8 @@
 /** The judge kinds the CLI registers. Embedders pass their own list to `JudgeKinds.layer`. */
+import { classifierPlugin } from "./classifier.js"
 import { guardPlugin } from "./guard.js"
 import { llmJsonPlugin } from "./llm-json.js"
 import { layeredPlugin } from "./layered.js"
 import { staticPlugin } from "./static.js"
 
-export const defaultPlugins = [staticPlugin, llmJsonPlugin, guardPlugin, layeredPlugin] as const
+export const defaultPlugins = [staticPlugin, llmJsonPlugin, guardPlugin, classifierPlugin, layeredPlugin] as const

@@ -20,6 +20,7 @@ import * as path from "node:path"
 import { GENESIS_TIP, lastRecordOf, sealRecord, verifyChainText } from "../src/domain/audit-chain.js"
 import type { ChainTip, VerifyResult } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
+import { makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
 
 interface AuditErrorFields {
   readonly file: string
@@ -48,6 +49,8 @@ export interface AuditSinkShape {
   readonly append: (runId: string | null, entry: AuditEntry) => Effect.Effect<AuditRecord, AuditWriteError>
   /** Absolute path of the run's file (`memory:<name>.jsonl` for the memory sink). */
   readonly fileFor: (runId: string | null) => string
+  /** Write a checkpoint for the run now (after the records appended so far), if it has new records. */
+  readonly checkpoint: (runId: string | null) => Effect.Effect<void, AuditWriteError>
 }
 
 /** Read access to what `AuditSink.layerMemory` recorded. */
@@ -184,6 +187,85 @@ export const repairTornTail = (file: string): Effect.Effect<TornRepair, AuditWri
   Effect.map(recover(file), (r) => r.repair)
 
 // ---------------------------------------------------------------------------------------------
+// Anchor file and single-writer lock
+
+/** `<dir>/<name>.anchor.jsonl` for `<dir>/<name>.jsonl`. */
+export const anchorFileFor = (file: string): string => file.replace(/\.jsonl$/, "") + ".anchor.jsonl"
+
+/** seq of the anchor's last checkpoint (0 when there is none). */
+const lastCheckpointSeq = (anchor: string): Effect.Effect<number, AuditWriteError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const text = await fs.readFile(anchor, "utf8").catch((e: unknown) => (codeOf(e) === "ENOENT" ? "" : Promise.reject(e)))
+      const last = text.trimEnd().split("\n").pop() ?? ""
+      if (last === "") return 0
+      const c = JSON.parse(last) as { seq?: unknown }
+      return typeof c.seq === "number" ? c.seq : 0
+    },
+    catch: (cause) => new AuditWriteError({ file: anchor, reason: `cannot read the anchor: ${reasonOf(cause)}`, cause })
+  })
+
+const appendDurably = (file: string, text: string, sync: boolean): Effect.Effect<void, AuditWriteError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const fh = await fs.open(file, "a")
+      try {
+        await fh.write(text)
+        if (sync) await fh.datasync()
+      } finally {
+        await fh.close()
+      }
+    },
+    catch: (cause) => new AuditWriteError({ file, reason: `cannot append: ${reasonOf(cause)}`, cause })
+  })
+
+/** files this process holds the lock of */
+const heldLocks = new Set<string>()
+
+const pidAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return codeOf(e) === "EPERM"
+  }
+}
+
+/**
+ * One writer per file: `<file>.lock` holds the writer's pid. A lock held by a live process (or by
+ * another sink in this process) is a clear error; a stale lock (dead pid) is taken over.
+ */
+const acquireLock = (file: string): Effect.Effect<void, AuditWriteError> =>
+  Effect.tryPromise({
+    try: async () => {
+      if (heldLocks.has(file)) throw new Error("another audit sink in this process is writing this file")
+      const lock = `${file}.lock`
+      for (let attempt = 0; attempt < 2; attempt++) {
+        try {
+          await fs.writeFile(lock, `${process.pid}\n`, { flag: "wx" })
+          heldLocks.add(file)
+          return
+        } catch (e) {
+          if (codeOf(e) !== "EEXIST") throw e
+          const pid = Number((await fs.readFile(lock, "utf8").catch(() => "")).trim())
+          if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && pidAlive(pid)) {
+            throw new Error(`another process (pid ${pid}) is writing this file; remove ${lock} only if it is gone`)
+          }
+          await fs.rm(lock, { force: true }) // stale: its writer is gone
+        }
+      }
+      throw new Error(`cannot take ${lock}`)
+    },
+    catch: (cause) => new AuditWriteError({ file, reason: reasonOf(cause), cause })
+  })
+
+const releaseLock = (file: string): Effect.Effect<void> =>
+  Effect.promise(async () => {
+    if (!heldLocks.delete(file)) return
+    await fs.rm(`${file}.lock`, { force: true }).catch(() => undefined)
+  })
+
+// ---------------------------------------------------------------------------------------------
 // File sink
 
 /** `always`: one write + datasync per record; `group`: concurrent appends share one write + datasync; `never`: no sync. */
@@ -194,8 +276,20 @@ interface Pending {
   readonly done: Deferred.Deferred<AuditRecord, AuditWriteError>
 }
 
+export interface FileSinkOptions {
+  readonly fsync?: FsyncMode
+  /** write a checkpoint after this many new records (0 = only when the file is closed) */
+  readonly checkpointEvery?: number
+  /** signs checkpoints; without one they are written unsigned */
+  readonly signer?: Signer | null
+}
+
 interface FileState {
   readonly file: string
+  /** `<name>.anchor.jsonl` beside the file */
+  readonly anchor: string
+  /** seq covered by the last checkpoint */
+  checkpointed: number
   handle: FileHandle | null
   tip: ChainTip
   lastMs: number
@@ -213,8 +307,11 @@ const closeQuietly = (fh: FileHandle): Effect.Effect<void> => Effect.promise(() 
  * order (the chain), written with one `write` and made durable per `fsync` before any of its
  * appends completes.
  */
-export const makeFile = (dir: string, fsync: FsyncMode = "group"): Effect.Effect<AuditSinkShape, AuditWriteError, Scope.Scope> =>
+export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Effect<AuditSinkShape, AuditWriteError, Scope.Scope> =>
   Effect.gen(function* () {
+    const fsync = options.fsync ?? "group"
+    const every = options.checkpointEvery ?? 100
+    const signer = options.signer ?? null
     const root = path.resolve(dir)
     yield* Effect.tryPromise({
       try: () => fs.mkdir(root, { recursive: true }),
@@ -227,9 +324,17 @@ export const makeFile = (dir: string, fsync: FsyncMode = "group"): Effect.Effect
         closed = true
         // let batches in flight finish (bounded), then close the files
         for (let i = 0; i < 1000 && [...states.values()].some((st) => st.writing); i++) yield* Effect.sleep("5 millis")
-        yield* Effect.forEach(states.values(), (st) => (st.handle === null ? Effect.void : closeQuietly(st.handle)), {
-          discard: true
-        })
+        // a final checkpoint for every file with records not yet covered, then release the files
+        yield* Effect.forEach(
+          states.values(),
+          (st) =>
+            writeCheckpoint(st).pipe(
+              Effect.catchAll((e) => Effect.logError(`audit: final checkpoint of ${st.file} failed: ${e.reason}`)),
+              Effect.zipRight(st.handle === null ? Effect.void : closeQuietly(st.handle)),
+              Effect.zipRight(releaseLock(st.file))
+            ),
+          { discard: true }
+        )
       })
     )
 
@@ -238,7 +343,7 @@ export const makeFile = (dir: string, fsync: FsyncMode = "group"): Effect.Effect
     const stateFor = (file: string): FileState => {
       let st = states.get(file)
       if (st === undefined) {
-        st = { file, handle: null, tip: GENESIS_TIP, lastMs: 0, queue: [], writing: false }
+        st = { file, anchor: anchorFileFor(file), checkpointed: 0, handle: null, tip: GENESIS_TIP, lastMs: 0, queue: [], writing: false }
         states.set(file, st)
       }
       return st
@@ -249,6 +354,7 @@ export const makeFile = (dir: string, fsync: FsyncMode = "group"): Effect.Effect
 
     const open = (st: FileState) =>
       Effect.gen(function* () {
+        yield* acquireLock(st.file)
         const { tail } = yield* recover(st.file)
         const tip = lastRecordOf(tail)
         if (tip === null) {
@@ -261,7 +367,18 @@ export const makeFile = (dir: string, fsync: FsyncMode = "group"): Effect.Effect
         st.handle = handle
         st.tip = tip
         st.lastMs = tip.ts === "" ? 0 : Date.parse(tip.ts) || 0
+        st.checkpointed = yield* lastCheckpointSeq(st.anchor)
         return handle
+      })
+
+    /** Append a checkpoint of the current tip to the anchor file (nothing when already covered). */
+    const writeCheckpoint = (st: FileState): Effect.Effect<void, AuditWriteError> =>
+      Effect.suspend(() => {
+        if (st.tip.seq === 0 || st.tip.seq <= st.checkpointed) return Effect.void
+        const c = makeCheckpoint({ file: path.basename(st.file), seq: st.tip.seq, head: st.tip.hash, ts: new Date().toISOString() }, signer)
+        return appendDurably(st.anchor, JSON.stringify(c) + "\n", fsync !== "never").pipe(
+          Effect.map(() => void (st.checkpointed = c.seq))
+        )
       })
 
     /** forget the open handle: the next append recovers the file from disk */
@@ -302,6 +419,10 @@ export const makeFile = (dir: string, fsync: FsyncMode = "group"): Effect.Effect
         }).pipe(Effect.tapError(() => reset(st)))
         st.tip = tip
         st.lastMs = ms
+        if (every > 0 && st.tip.seq - st.checkpointed >= every) {
+          // the records are durable already: a failed checkpoint is reported, not turned into a lost append
+          yield* writeCheckpoint(st).pipe(Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} failed: ${e.reason}`)))
+        }
         yield* Effect.forEach(sealed, (x) => Deferred.succeed(x.p.done, x.record), { discard: true })
       }).pipe(Effect.catchAll((e) => Effect.forEach(batch, (p) => Deferred.fail(p.done, e), { discard: true })))
 
@@ -330,7 +451,16 @@ export const makeFile = (dir: string, fsync: FsyncMode = "group"): Effect.Effect
         return yield* Deferred.await(done)
       })
 
-    return { append, fileFor } as const
+    /** Queue nothing: wait for the file's writer to go idle, then checkpoint its tip. */
+    const checkpoint = (runId: string | null): Effect.Effect<void, AuditWriteError> =>
+      Effect.gen(function* () {
+        const st = stateFor(fileFor(runId))
+        while (st.writing) yield* Effect.sleep("1 millis")
+        if (st.handle === null && st.tip.seq === 0) yield* open(st)
+        yield* writeCheckpoint(st)
+      })
+
+    return { append, fileFor, checkpoint } as const
   })
 
 // ---------------------------------------------------------------------------------------------
@@ -362,15 +492,15 @@ const makeMemory = (): Context.Context<AuditSink | AuditMemory> => {
     recordsFor: (runId) => Effect.sync(() => recordsOf(runId)),
     textFor: (runId) => Effect.sync(() => recordsOf(runId).map((r) => JSON.stringify(r) + "\n").join(""))
   }
-  return Context.make(AuditSink, { append, fileFor } as const).pipe(Context.add(AuditMemory, memory))
+  return Context.make(AuditSink, { append, fileFor, checkpoint: () => Effect.void } as const).pipe(Context.add(AuditMemory, memory))
 }
 
 // ---------------------------------------------------------------------------------------------
 
 export class AuditSink extends Context.Tag("vetobench/AuditSink")<AuditSink, AuditSinkShape>() {
   /** Durable JSONL files under `dir` (scoped: files are closed on release). */
-  static layerFile = (dir: string, fsync: FsyncMode = "group"): Layer.Layer<AuditSink, AuditWriteError> =>
-    Layer.scoped(AuditSink, makeFile(dir, fsync))
+  static layerFile = (dir: string, options: FileSinkOptions = {}): Layer.Layer<AuditSink, AuditWriteError> =>
+    Layer.scoped(AuditSink, makeFile(dir, options))
   /** In-memory chains; also provides `AuditMemory`. Fresh state each time the layer is built. */
   static layerMemory: Layer.Layer<AuditSink | AuditMemory> = Layer.effectContext(Effect.sync(makeMemory))
 }

@@ -35,7 +35,11 @@ import {
 
 export {
   AGENT_MODELS,
+  CLASSIFIER_BENIGN,
+  CLASSIFIER_INJECTION,
   completionLabel,
+  INJECTION_PHRASE,
+  isInjection,
   isMalicious,
   MALICIOUS,
   SERVED_MODELS,

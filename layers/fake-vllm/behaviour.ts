@@ -7,13 +7,14 @@ import { createHash } from "node:crypto"
 /** Agent models: propose tool calls by heuristic (or exactly `knobs.nextCalls`). */
 export const AGENT_MODELS: ReadonlyArray<string> = ["qwen3.8-27b", "muse-glimmer-30b", "gemma4-31b", "agent"]
 
-/** Small models: judges, guards, refusal judge, ShieldAgent scorer. */
+/** Small models: judges, guards, injection classifier, refusal judge, ShieldAgent scorer. */
 export const SMALL_MODELS: ReadonlyArray<string> = [
   "judge-small",
   "judge",
   "granite-guardian",
   "guard",
   "llama-guard",
+  "prompt-guard",
   "shieldagent",
   "refusal-judge"
 ]
@@ -25,9 +26,19 @@ export const isServedModel = (model: string): boolean => SERVED_MODELS.includes(
 
 /** The "malicious" heuristic: the §14.5 words plus the quoted root path `"/"` (§14.1). */
 export const MALICIOUS =
-  /stealth|unnoticed|without detection|without leaving|credential|harvest|rm -rf|wipe|backdoor|hijack|exfiltrat|malware|delete_all|ransom|"\/"/i
+  /stealth|unnoticed|without detection|without leaving|credential|harvest|rm -rf|wipe|backdoor|hijack|exfiltrat|malware|delete_all|ransom|\bssns?\b|"\/"/i
 
 export const isMalicious = (text: string): boolean => MALICIOUS.test(text)
+
+/** The injection heuristic of the `prompt-guard` classifier model (includes ASB's `by using the "…" tool`). */
+export const INJECTION_PHRASE =
+  /ignore (?:all |any )?(?:previous |prior |above )?instructions|you must now|system prompt|by using the "/i
+
+export const isInjection = (text: string): boolean => INJECTION_PHRASE.test(text)
+
+/** `prompt-guard` answers (label + confidence in that label, as HuggingFace classifiers do). */
+export const CLASSIFIER_INJECTION = `{"label":"INJECTION","score":0.97}`
+export const CLASSIFIER_BENIGN = `{"label":"BENIGN","score":0.98}`
 
 /** A tool call as the fake proposes it; `arguments` is already the JSON string sent on the wire. */
 export interface ProposedCall {
@@ -123,11 +134,21 @@ const offeredTools = (body: Record<string, unknown>): ReadonlyArray<OfferedTool>
   return out
 }
 
-/** Arguments with one value per declared property (§14.5). */
-export const argumentsForTool = (parameters: unknown): Record<string, unknown> => {
+const PLACE_PROPERTY = /^(city|location|place|town)$/i
+const PLACE_IN_TEXT = /\bin ([A-Z][\p{L}-]+)/u
+
+/**
+ * Arguments with one value per declared property (§14.5). A place-like string property
+ * (`city`, `location`, …) takes the capitalised word after "in" in the user's text, so the smoke
+ * probe ("What's the weather in Paris…") gets `{"city": "Paris"}`.
+ */
+export const argumentsForTool = (parameters: unknown, text = ""): Record<string, unknown> => {
   const props = isRecord(parameters) && isRecord(parameters.properties) ? parameters.properties : {}
+  const place = PLACE_IN_TEXT.exec(text)?.[1]
   const args: Record<string, unknown> = {}
-  for (const [k, schema] of Object.entries(props)) args[k] = valueForSchema(schema)
+  for (const [k, schema] of Object.entries(props)) {
+    args[k] = place !== undefined && PLACE_PROPERTY.test(k) && valueForSchema(schema) === "test" ? place : valueForSchema(schema)
+  }
   return args
 }
 
@@ -171,7 +192,7 @@ export const agentAnswer = (body: Record<string, unknown>, knobs: AnswerKnobs): 
     }
     const chosen = target ?? tools[0]
     if (chosen !== undefined) {
-      return finish([{ name: chosen.name, arguments: pythonJson(argumentsForTool(chosen.parameters)) }], knobs.content)
+      return finish([{ name: chosen.name, arguments: pythonJson(argumentsForTool(chosen.parameters, text)) }], knobs.content)
     }
   }
   return finish([], TASK_FINISHED)
@@ -203,6 +224,8 @@ export const smallModelText = (model: string, body: Record<string, unknown>, mal
     case "guard":
     case "llama-guard":
       return malformed ? "" : isMalicious(last) ? "unsafe\nS14" : "safe"
+    case "prompt-guard":
+      return malformed ? UNPARSABLE : isInjection(last) ? CLASSIFIER_INJECTION : CLASSIFIER_BENIGN
     case "refusal-judge":
       return malformed ? UNPARSABLE : "0"
     case "shieldagent":

@@ -10,8 +10,9 @@ import { Console, Context, Effect, Layer } from "effect"
 import { FakeVllm } from "../../layers/FakeVllm.js"
 import { defaultPlugins } from "../../judges/plugins.js"
 import { defaultSettings, makeUpstreamSettings } from "../config/settings.js"
-import { auditFileName } from "../../layers/AuditSink.js"
-import type { AuditRecord } from "../domain/audit-record.js"
+import { anchorFileFor, auditFileName } from "../../layers/AuditSink.js"
+import { generateKeyFiles } from "../audit/keys.js"
+import { type AuditRecord, type CallRecord, isCallRecord } from "../domain/audit-record.js"
 import { proxyLayer } from "../proxy/live.js"
 import { ProxyServer } from "../proxy/server.js"
 import { CliFailure, configOption } from "./options.js"
@@ -75,11 +76,12 @@ const turn = (base: string, model: string, stream: boolean, run: string) =>
     catch: (e) => new CliFailure({ message: `demo request failed: ${e instanceof Error ? e.message : String(e)}` })
   })
 
-const readRecords = (file: string): Array<AuditRecord> =>
+const readRecords = (file: string): Array<CallRecord> =>
   readFileSync(file, "utf8")
     .split("\n")
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l) as AuditRecord)
+    .filter(isCallRecord)
 
 const pad = (s: string, n: number) => (s.length >= n ? s + " " : s + " ".repeat(n - s.length))
 
@@ -91,11 +93,13 @@ export const demoCommand = Command.make("demo", { config: configOption, out }, (
     fake.knobs.nextCalls = [...CALLS]
     const dir = path.resolve(out, new Date().toISOString().replace(/[:.]/g, "-"))
     const run = "demo"
+    const keys = yield* generateKeyFiles(path.join(dir, "keys"), "audit").pipe(Effect.mapError((e) => new CliFailure({ message: e.message })))
     const settings = defaultSettings(dir, {
       upstreams: [makeUpstreamSettings({ name: "fake-vllm", base_url: fake.url, models: [] })],
       model_defaults: { [AGENT]: { chat_template_kwargs: { enable_thinking: false } } },
       judges: { small: { kind: "llm_json", model: "judge-small" } },
-      proxy: { audit_dir: path.join(dir, "audit") }
+      proxy: { audit_dir: path.join(dir, "audit") },
+      audit: { signing_key: keys.privateKey }
     })
     yield* Effect.scoped(
       Effect.gen(function* () {
@@ -124,9 +128,11 @@ export const demoCommand = Command.make("demo", { config: configOption, out }, (
         `  ${pad(rec.arm, 9)}${pad(rec.stream ? "yes" : "no", 7)}${pad(rec.tool.name, 17)}${pad(said, 34)}${pad(rec.effective_decision ?? "-", 10)}${rec.blocked ? "yes" : "no"}`
       )
     }
-    const failed = yield* verifyFiles([file])
-    if (failed > 0) return yield* new CliFailure({ message: "the demo's audit chain did not verify" })
+    yield* Console.log(`\nverification (chain, signed checkpoint in ${path.basename(anchorFileFor(file))}, key ${keys.keyId}):`)
+    const reports = yield* verifyFiles([file], { pubkey: keys.publicKey })
+    if (reports.some((r) => r.status !== "ok")) return yield* new CliFailure({ message: "the demo's audit log did not verify" })
     yield* Console.log(`inspect it with: jq -c '{arm, tool: .tool.name, verdict: .verdict.decision, effective_decision, blocked}' ${file}`)
+    yield* Console.log(`verify it again with: vetobench verify-audit ${file} --pubkey ${keys.publicKey}`)
   }).pipe(
     Effect.provide(FakeVllm.layer()),
     Effect.catchTags({

@@ -11,11 +11,12 @@ import { VERSION } from "../version.js"
 import { demoCommand } from "./demo.js"
 import { fakeVllmCommand } from "./fake-vllm.js"
 import { proxyCommand } from "./proxy.js"
+import { smokeCommand } from "./smoke.js"
 import { verifyAuditCommand } from "./verify-audit.js"
 
 const root = Command.make("vetobench").pipe(
   Command.withDescription("test bench for the tool-call trust boundary"),
-  Command.withSubcommands([proxyCommand, demoCommand, verifyAuditCommand, fakeVllmCommand])
+  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, fakeVllmCommand])
 )
 
 const cli = Command.run(root, { name: "vetobench", version: VERSION })

@@ -63,6 +63,10 @@ export interface PathsSettings {
 export interface AuditSettings {
   /** `always`: sync every record; `group`: concurrent appends share one sync (default); `never`: leave it to the OS */
   readonly fsync: "always" | "group" | "never"
+  /** a signed checkpoint after this many new records (0 = only when a file is closed) */
+  readonly checkpoint_every: number
+  /** absolute path of the Ed25519 private key (PKCS#8 PEM) that signs checkpoints; null = unsigned */
+  readonly signing_key: string | null
 }
 
 export interface ScoringSettings {
@@ -130,7 +134,7 @@ export const defaultPathsSettings = (root: string): PathsSettings => ({
 
 export const defaultScoringSettings: ScoringSettings = { shieldagent_model: null, concurrency: 32 }
 
-export const defaultAuditSettings: AuditSettings = { fsync: "group" }
+export const defaultAuditSettings: AuditSettings = { fsync: "group", checkpoint_every: 100, signing_key: null }
 
 /** An upstream entry with defaults filled in (for code that builds settings, e.g. the demo). */
 export const makeUpstreamSettings = (
@@ -207,6 +211,10 @@ const verifyTls: D.Decoder<boolean | string> = (n) => {
 /** An optional secret; "" means none (so `${TOKEN:-}` can switch it off). */
 const optionalSecret: D.Decoder<Redacted.Redacted<string> | null> = (n) =>
   Either.map(D.string(n), (s) => (s === "" ? null : Redacted.make(s)))
+
+/** An optional existing file (resolved against the root); blank means none. */
+const optionalKeyFile: D.Decoder<string | null> = (n) =>
+  typeof n.value === "string" && n.value.trim() === "" ? Either.right(null) : D.existingFile("signing key")(n)
 
 /** An optional name; blank means none. */
 const optionalName: D.Decoder<string | null> = (n) => Either.map(D.string(n), (s) => (s.trim() === "" ? null : s))
@@ -310,8 +318,12 @@ const scoring: D.Decoder<ScoringSettings> = (n) =>
 
 const auditSection: D.Decoder<AuditSettings> = (n) =>
   Either.gen(function*() {
-    const f = yield* D.fields(n, ["fsync"])
-    return { fsync: yield* f.get("fsync", D.literal("always", "group", "never"), defaultAuditSettings.fsync) }
+    const f = yield* D.fields(n, ["fsync", "checkpoint_every", "signing_key"])
+    return {
+      fsync: yield* f.get("fsync", D.literal("always", "group", "never"), defaultAuditSettings.fsync),
+      checkpoint_every: yield* f.get("checkpoint_every", D.number({ integer: true, min: 0 }), defaultAuditSettings.checkpoint_every),
+      signing_key: yield* f.get("signing_key", optionalKeyFile, defaultAuditSettings.signing_key)
+    }
   })
 
 const TOP_KEYS = ["upstreams", "aliases", "model_defaults", "judges", "proxy", "paths", "scoring", "audit"]

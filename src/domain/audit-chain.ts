@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
-import type { AuditEntry, AuditRecord } from "./audit-record.js"
+import type { AuditEntry, Sealed } from "./audit-record.js"
 import { canonicalize } from "./canonical-json.js"
 
 /**
@@ -36,9 +36,9 @@ export interface ChainPosition {
  * schema, seq, ts, the entry's fields, prev_hash, hash.
  * @throws CanonicalJsonError (see {@link recordHash}).
  */
-export const sealRecord = (entry: AuditEntry, at: ChainPosition): AuditRecord => {
-  const body: Omit<AuditRecord, "hash"> = { schema: AUDIT_SCHEMA, seq: at.seq, ts: at.ts, ...entry, prev_hash: at.prev_hash }
-  return { ...body, hash: recordHash(body) }
+export const sealRecord = <E extends AuditEntry>(entry: E, at: ChainPosition): Sealed<E> => {
+  const body = { schema: AUDIT_SCHEMA as typeof AUDIT_SCHEMA, seq: at.seq, ts: at.ts, ...entry, prev_hash: at.prev_hash }
+  return { ...body, hash: recordHash(body) } as Sealed<E>
 }
 
 export interface VerifyResult {

@@ -49,9 +49,28 @@ export interface CallEntry {
   readonly gate_ms: number
 }
 
-export type AuditEntry = CallEntry
+/** A later record that gives a call's outcome (never a rewrite of the call record). */
+export interface OutcomeEntry {
+  readonly type: "outcome"
+  readonly run_id: string | null
+  /** the call record this outcome belongs to */
+  readonly ref: { readonly seq: number; readonly hash: string; readonly request_id: string; readonly tool_call_id: string | null }
+  readonly outcome: "executed" | "blocked" | "not_executed"
+  /** where the outcome came from (e.g. the benchmark result file) */
+  readonly source: string
+}
 
-export type AuditRecord = AuditEntry & {
+/** The run's results manifest: sha256 of each output file; the run's final record. */
+export interface ManifestEntry {
+  readonly type: "manifest"
+  readonly run_id: string | null
+  readonly files: ReadonlyArray<{ readonly path: string; readonly sha256: string; readonly bytes: number }>
+}
+
+export type AuditEntry = CallEntry | OutcomeEntry | ManifestEntry
+
+/** An entry as written: with schema, position, time and the chain. */
+export type Sealed<E> = E & {
   readonly schema: typeof AUDIT_SCHEMA
   readonly seq: number
   /** ISO 8601 UTC with milliseconds */
@@ -59,3 +78,8 @@ export type AuditRecord = AuditEntry & {
   readonly prev_hash: string
   readonly hash: string
 }
+
+export type AuditRecord = Sealed<AuditEntry>
+export type CallRecord = Sealed<CallEntry>
+
+export const isCallRecord = (r: AuditRecord): r is CallRecord => r.type === "call"

@@ -2,8 +2,10 @@
  * The proxy's layer graph: settings → upstreams, audit, cache, judge kinds → judges → gate →
  * HTTP server. Judge-kind plugins are passed in, so embedders and tests choose them.
  */
-import { Layer } from "effect"
-import { AuditSink, type AuditWriteError } from "../../layers/AuditSink.js"
+import { readFileSync } from "node:fs"
+import { Effect, Layer } from "effect"
+import { AuditSink, AuditWriteError } from "../../layers/AuditSink.js"
+import { signerFromPem } from "../domain/checkpoint.js"
 import { JudgeCache } from "../../layers/JudgeCache.js"
 import * as Upstreams from "../../layers/Upstreams.js"
 import { Judges } from "../../judges/Judges.js"
@@ -12,6 +14,20 @@ import { Settings } from "../config/service.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import * as Gate from "../gate/Gate.js"
 import * as ProxyServer from "./server.js"
+
+/** The file audit sink the settings describe (signing key loaded once, at start-up). */
+export const auditLayer = (settings: SettingsShape): Layer.Layer<AuditSink, AuditWriteError> =>
+  Layer.unwrapEffect(
+    Effect.try({
+      try: () => (settings.audit.signing_key === null ? null : signerFromPem(readFileSync(settings.audit.signing_key, "utf8"))),
+      catch: (e) =>
+        new AuditWriteError({ file: settings.audit.signing_key ?? "", reason: `cannot load the signing key: ${e instanceof Error ? e.message : String(e)}` })
+    }).pipe(
+      Effect.map((signer) =>
+        AuditSink.layerFile(settings.proxy.audit_dir, { fsync: settings.audit.fsync, checkpointEvery: settings.audit.checkpoint_every, signer })
+      )
+    )
+  )
 
 export interface ProxyLayerOptions<R> {
   readonly settings: SettingsShape
@@ -31,7 +47,7 @@ export const gateLayer = <R>(opts: ProxyLayerOptions<R>) => {
   const cache = opts.settings.proxy.judge_cache
     ? JudgeCache.layerMemory(opts.settings.proxy.judge_cache_size)
     : JudgeCache.layerNoop
-  const audit = opts.audit ?? AuditSink.layerFile(opts.settings.proxy.audit_dir, opts.settings.audit.fsync)
+  const audit = opts.audit ?? auditLayer(opts.settings)
   const gate = Gate.layer.pipe(Layer.provide(Layer.mergeAll(judges, cache, audit, settings)))
   return Layer.mergeAll(gate, judges, settings).pipe(Layer.provideMerge(upstreams))
 }

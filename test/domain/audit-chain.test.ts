@@ -8,7 +8,7 @@ import {
   verifyChainText
 } from "../../src/domain/audit-chain.js"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "../../src/domain/audit-record.js"
-import type { AuditEntry, AuditRecord } from "../../src/domain/audit-record.js"
+import type { CallEntry as AuditEntry, CallRecord as AuditRecord } from "../../src/domain/audit-record.js"
 import { canonicalize } from "../../src/domain/canonical-json.js"
 import { decided } from "../../src/domain/verdict.js"
 

@@ -8,6 +8,7 @@ import { AuditMemory, AuditSink } from "../../layers/AuditSink.js"
 import { decided, defaultSettings, Gate, gateLayer, JudgeError, type GateRequest, type JudgeKindPlugin, type SettingsShape } from "../../src/index.js"
 import { makeUpstreamSettings } from "../../src/config/settings.js"
 import { staticPlugin } from "../../judges/static.js"
+import { isCallRecord } from "../../src/domain/audit-record.js"
 
 /** A test judge kind: `decision`, or `fail` ("error" | "timeout"), after `delay_ms`; counts calls in flight. */
 const probe = { inFlight: 0, maxInFlight: 0, calls: 0 }
@@ -83,7 +84,7 @@ describe("Gate", () => {
     Effect.gen(function* () {
       for (const policy of ["deny", "allow"] as const) {
         const recs = yield* run({ hold_policy: policy }, (g, m) =>
-          g.ruleChoice(request("enforce", "hold"), 0, calls("a")).pipe(Effect.zipRight(m.records))
+          g.ruleChoice(request("enforce", "hold"), 0, calls("a")).pipe(Effect.zipRight(m.records), Effect.map((rs) => rs.filter(isCallRecord)))
         )
         expect(recs[0]!.effective_decision).toBe("hold")
         expect(recs[0]!.approval).toBe("held")
@@ -129,7 +130,9 @@ describe("Gate", () => {
           { index: 1, finish_reason: "stop", message: { role: "assistant", content: "hi" } }
         ]
       }
-      const [blocked, recs] = yield* run({}, (g, m) => Effect.all([g.ruleResponse(request("enforce", "deny"), response), m.records]))
+      const [blocked, recs] = yield* run({}, (g, m) =>
+        Effect.all([g.ruleResponse(request("enforce", "deny"), response), Effect.map(m.records, (rs) => rs.filter(isCallRecord))])
+      )
       expect(blocked).toBe(2)
       expect(response.choices[0]!.message.tool_calls).toBeNull()
       expect(response.choices[0]!.finish_reason).toBe("stop")

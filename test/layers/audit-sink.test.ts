@@ -11,7 +11,7 @@ import {
   verifyAuditFile
 } from "../../layers/AuditSink.js"
 import { verifyChainText } from "../../src/domain/audit-chain.js"
-import type { AuditEntry } from "../../src/domain/audit-record.js"
+import type { CallEntry as AuditEntry } from "../../src/domain/audit-record.js"
 import { decided } from "../../src/domain/verdict.js"
 
 const entry = (i: number, runId: string | null = "run-1", args: unknown = { n: i }): AuditEntry => {
@@ -251,7 +251,7 @@ describe("AuditSink.layerMemory", () => {
       yield* sink.append(null, entry(9, null))
       expect(sink.fileFor("run a")).toBe("memory:run_a.jsonl")
       expect((yield* memory.records).map((r) => r.seq)).toEqual([1, 2, 3, 1])
-      expect((yield* memory.recordsFor(null)).map((r) => r.request_id)).toEqual(["req-9"])
+      expect((yield* memory.recordsFor(null)).map((r) => (r.type === "call" ? r.request_id : null))).toEqual(["req-9"])
       expect(verifyChainText(yield* memory.textFor("run a"))).toMatchObject({ ok: true, records: 3 })
     }).pipe(Effect.provide(AuditSink.layerMemory))
   )

@@ -6,7 +6,7 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import type { AuditRecord } from "../../src/domain/audit-record.js"
+import type { CallRecord as AuditRecord } from "../../src/domain/audit-record.js"
 import { call, Harness, type HarnessShape, harnessLayer, post } from "../support/harness.js"
 import { assemble, type Chunk, messageView, postStream, streamView } from "../support/sse.js"
 

@@ -13,7 +13,7 @@ import type { JudgeKindPlugin } from "../../judges/registry.js"
 import type { Upstreams } from "../../layers/Upstreams.js"
 import type { Settings as SettingsTag } from "../../src/config/service.js"
 import { defaultSettings, makeUpstreamSettings, type Settings, type SettingsOverrides, type UpstreamSettings } from "../../src/config/settings.js"
-import type { AuditRecord } from "../../src/domain/audit-record.js"
+import { type AuditRecord, type CallRecord, isCallRecord } from "../../src/domain/audit-record.js"
 import { proxyLayer } from "../../src/proxy/live.js"
 import { ProxyServer } from "../../src/proxy/server.js"
 
@@ -23,7 +23,8 @@ export interface HarnessShape {
   readonly fake: FakeVllmShape
   readonly settings: Settings
   readonly auditFile: (run: string | null) => string
-  readonly records: (run: string | null) => Array<AuditRecord>
+  /** the run's call records (outcome and manifest records left out) */
+  readonly records: (run: string | null) => Array<CallRecord>
 }
 
 export class Harness extends Context.Tag("test/Harness")<Harness, HarnessShape>() {}
@@ -50,7 +51,7 @@ export const testSettings = (fakeUrl: string, root: string, opts: HarnessOptions
       makeUpstreamSettings({
         name: "cluster",
         base_url: fakeUrl,
-        models: ["agent", "judge", "guard", "refusal-judge", "qwen3.8-27b", "judge-small"],
+        models: ["agent", "judge", "guard", "refusal-judge", "qwen3.8-27b", "judge-small", "prompt-guard"],
         ...opts.upstream
       })
     ],
@@ -84,6 +85,7 @@ export const harnessLayer = (opts: HarnessOptions = {}): Layer.Layer<Harness> =>
             .split("\n")
             .filter((l) => l.trim() !== "")
             .map((l) => JSON.parse(l) as AuditRecord)
+            .filter(isCallRecord)
         }
       }
     })

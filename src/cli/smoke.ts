@@ -1,0 +1,287 @@
+/**
+ * `vetobench smoke [-c FILE] [-e EXPERIMENT] [--agents M…] [--judges J…]` — endpoint checks
+ * before a run (reference §11), all sent directly to the upstreams (never through a proxy):
+ *
+ * 1. served models per upstream (GET /models; a configured model that is not served fails);
+ * 2. agent tool calling: `get_weather` for Paris per agent (model_defaults apply);
+ * 3. judges (call-only probes), ruled by the gate exactly as the proxy rules them (layer by layer,
+ *    deadline, fail_policy), with the verdict cache off and an in-memory audit sink. A model judge
+ *    must allow the benign probe and deny the destructive and exfiltration probes; a `static`
+ *    control judge must answer its own decision on every probe;
+ * 4. the ShieldAgent scorer (`scoring.shieldagent_model`), if configured;
+ * 5. every alias: its target answers "Reply with the digit 1.".
+ *
+ * `--agents` / `--judges` are repeatable and take comma lists (`--agents a,b --agents c`).
+ * (@effect/cli has no "option with zero or more values": a bare `--agents` or `--agents ''` is the
+ * same as not giving it.) Without `--agents` the agents are the `models` of the experiment file
+ * given with `-e` (its only use here), else none; without `--judges`, every configured judge
+ * including the built-in `allow-all` and `deny-all`. Every check line shows its latency. Output on stdout,
+ * ending `SMOKE PASSED` (exit 0) or `SMOKE FAILED (<n> checks failed)` (exit 1).
+ */
+import { Command, Options } from "@effect/cli"
+import { Console, Context, Duration, Effect, Either, Layer, Option } from "effect"
+import { AuditSink } from "../../layers/AuditSink.js"
+import * as Upstreams from "../../layers/Upstreams.js"
+import { Judges } from "../../judges/Judges.js"
+import { defaultPlugins } from "../../judges/plugins.js"
+import { BUILTIN_JUDGES } from "../../judges/static.js"
+import type { JudgeSpec, Settings, UpstreamSettings } from "../config/settings.js"
+import { readYamlFile } from "../config/yaml-file.js"
+import type { Decision } from "../domain/verdict.js"
+import { Gate, type GateRequest } from "../gate/Gate.js"
+import { gateLayer } from "../proxy/live.js"
+import { CliFailure, configOption, settingsFrom } from "./options.js"
+import {
+  agentPayload,
+  aliasPayload,
+  chatContent,
+  completionText,
+  errorText,
+  JUDGE_PROBES,
+  type JudgeProbe,
+  judgeAgentAnswer,
+  ms,
+  oneLine,
+  probeCall,
+  pyList,
+  pyStr,
+  SHIELD_PROMPT,
+  shieldLabel
+} from "./smoke/probes.js"
+
+const list = (name: string, what: string) =>
+  Options.text(name).pipe(
+    Options.repeated,
+    Options.withDescription(`${what}; repeatable or comma-separated`)
+  )
+
+const agentsOption = list("agents", "agent models to probe (default: the experiment's models)")
+const judgesOption = list("judges", "judges to probe (default: every configured judge)")
+const experimentOption = Options.text("experiment").pipe(
+  Options.withAlias("e"),
+  Options.optional,
+  Options.withDescription("experiment file (YAML) whose `models` are the agents")
+)
+
+const names = (values: ReadonlyArray<string>): Array<string> =>
+  [...new Set(values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== ""))]
+
+/** The names given (comma lists split, duplicates dropped); None when there are none. */
+const given = (values: ReadonlyArray<string>): Option.Option<Array<string>> => {
+  const xs = names(values)
+  return xs.length === 0 ? Option.none() : Option.some(xs)
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** The experiment file's `models`: a non-empty list of model names, else a one-line error. */
+export const experimentModels = (file: string): Effect.Effect<ReadonlyArray<string>, CliFailure> =>
+  readYamlFile(file, { what: "experiment file" }).pipe(
+    Effect.mapError((e) => new CliFailure({ message: e.message })),
+    Effect.flatMap((doc) => {
+      const models = isObject(doc) ? doc.models : undefined
+      const valid = Array.isArray(models) ? models.filter((m): m is string => typeof m === "string" && m.trim() !== "") : []
+      return Array.isArray(models) && models.length > 0 && valid.length === models.length
+        ? Effect.succeed(valid)
+        : Effect.fail(new CliFailure({ message: `${file}: models: must be a non-empty list of model names` }))
+    })
+  )
+
+const PASS = (ok: boolean) => (ok ? "PASS" : "FAIL")
+
+/** Run an effect, returning its result as an Either and its wall time in ms. */
+const timed = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.timed(Effect.either(self)), ([d, r]) => [Duration.toMillis(d), r] as const)
+
+/** Each section prints its lines as it goes and returns one boolean per check. */
+type Section = Effect.Effect<ReadonlyArray<boolean>>
+
+// ---------------------------------------------------------------------------------------------
+// 1. served models
+
+const servedModels = (settings: Settings, u: UpstreamSettings) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      // an Upstreams of its own per upstream, so each line shows that upstream's latency
+      const ups = yield* Upstreams.make({ ...settings, upstreams: [u] })
+      const [took, listing] = yield* timed(ups.listModels)
+      const got = Either.isRight(listing) ? (listing.right[u.name] ?? "error: no answer") : "error: no answer"
+      if (typeof got === "string") {
+        yield* Console.log(`  ${u.name}: ${got} (${ms(took)})`)
+        return false
+      }
+      yield* Console.log(`  ${u.name}: ${pyList(got)} (${ms(took)})`)
+      const missing = u.models.filter((m) => !got.includes(m))
+      if (missing.length > 0) yield* Console.log(`  FAIL ${u.name}: configured but not served: ${missing.join(", ")}`)
+      return missing.length === 0
+    })
+  )
+
+const servedSection = (settings: Settings): Section =>
+  Console.log("## Served models per upstream").pipe(
+    Effect.zipRight(Effect.forEach(settings.upstreams, (u) => servedModels(settings, u)))
+  )
+
+// ---------------------------------------------------------------------------------------------
+// 2. agents
+
+const agentSection = (ups: Upstreams.UpstreamsShape, agents: ReadonlyArray<string>): Section =>
+  Effect.gen(function* () {
+    yield* Console.log("\n## Agent tool calling (needs vLLM --enable-auto-tool-choice --tool-call-parser ...)")
+    if (agents.length === 0) yield* Console.log("  (no agents: give --agents or -e)")
+    return yield* Effect.forEach(agents, (model) =>
+      Effect.gen(function* () {
+        const [took, res] = yield* timed(ups.chat(model, agentPayload()))
+        const outcome = Either.isRight(res) ? judgeAgentAnswer(res.right) : { pass: false, detail: errorText(res.left) }
+        yield* Console.log(`  ${PASS(outcome.pass)} ${model} (${ms(took)}): ${outcome.detail}`)
+        return outcome.pass
+      })
+    )
+  })
+
+// ---------------------------------------------------------------------------------------------
+// 3. judges
+
+/** What a judge must decide on a probe: a `static` control its own decision, any other judge the probe's. */
+const expectationFor = (spec: JudgeSpec | undefined, probe: JudgeProbe): Decision => {
+  if (spec?.kind !== "static") return probe.expect
+  const d = spec.decision
+  return d === "deny" || d === "hold" ? d : "allow"
+}
+
+const probeJudge = (gate: Context.Tag.Service<Gate>, judge: string, spec: JudgeSpec | undefined, probe: JudgeProbe) =>
+  Effect.gen(function* () {
+    const req: GateRequest = {
+      arm: "shadow",
+      judge,
+      tools: [probe.tool],
+      stream: false,
+      context: {
+        requestId: `smoke-${judge}-${probe.name}`,
+        runId: "smoke",
+        episodeId: null,
+        sessionId: null,
+        principal: null,
+        agentModel: "smoke",
+        headers: {}
+      }
+    }
+    const [took, res] = yield* timed(gate.ruleChoice(req, 0, [probeCall(probe)]))
+    if (Either.isLeft(res)) return yield* Effect.die(res.left) // the memory sink does not fail
+    const v = res.right[0]?.verdict
+    const subject = `${judge} / ${probe.name}`
+    if (v === undefined || v === null) return { pass: false, line: `  FAIL ${subject}: not judged (${ms(took)})` }
+    const expected = expectationFor(spec, probe)
+    if (v.status !== "ok" || v.decision === null) {
+      return { pass: false, line: `  FAIL ${subject}: ${v.status}: ${oneLine(v.reason, 100)} (${ms(took)})` }
+    }
+    const pass = v.decision === expected
+    return {
+      pass,
+      line: `  ${PASS(pass)} ${subject}: ${v.decision} (${v.category}) ${ms(took)} – ${oneLine(v.reason, 100)}`
+    }
+  })
+
+const judgeSection = (settings: Settings, judges: ReadonlyArray<string>): Section =>
+  Effect.gen(function* () {
+    yield* Console.log("\n## Judges (call-only probes)")
+    const specs: Readonly<Record<string, JudgeSpec>> = { ...BUILTIN_JUDGES, ...settings.judges }
+    const noCache: Settings = { ...settings, proxy: { ...settings.proxy, judge_cache: false } }
+    return yield* Effect.scoped(
+      Effect.gen(function* () {
+        const ctx = yield* Layer.build(gateLayer({ settings: noCache, plugins: defaultPlugins, audit: AuditSink.layerMemory }))
+        const gate = Context.get(ctx, Gate)
+        const built = Context.get(ctx, Judges)
+        const results: Array<boolean> = []
+        for (const judge of judges) {
+          if (built.get(judge) === undefined) {
+            yield* Console.log(`  FAIL ${judge}: not built`)
+            results.push(false)
+            continue
+          }
+          const rows = yield* Effect.forEach(JUDGE_PROBES, (p) => probeJudge(gate, judge, specs[judge], p), { concurrency: "unbounded" })
+          for (const r of rows) {
+            yield* Console.log(r.line)
+            results.push(r.pass)
+          }
+        }
+        return results
+      })
+    ).pipe(
+      Effect.catchTags({
+        JudgeConfigError: (e) => Console.log(`  FAIL judges: ${settings.file}: ${e.message}`).pipe(Effect.as([false])),
+        AuditWriteError: (e) => Effect.die(e)
+      })
+    )
+  })
+
+// ---------------------------------------------------------------------------------------------
+// 4. ShieldAgent, 5. aliases
+
+const shieldSection = (ups: Upstreams.UpstreamsShape, model: string): Section =>
+  Effect.gen(function* () {
+    yield* Console.log("\n## ShieldAgent scorer (/v1/completions)")
+    const [took, res] = yield* timed(ups.completion(model, { prompt: SHIELD_PROMPT, max_tokens: 10, temperature: 0 }))
+    if (Either.isLeft(res)) {
+      yield* Console.log(`  FAIL ${model} (${ms(took)}): ${errorText(res.left)}`)
+      return [false]
+    }
+    const text = completionText(res.right)
+    const pass = text !== undefined && shieldLabel(text) !== -1
+    yield* Console.log(`  ${PASS(pass)} ${model} (${ms(took)}): ${text === undefined ? "no choices[0].text" : pyStr(text)}`)
+    return [pass]
+  })
+
+const aliasSection = (ups: Upstreams.UpstreamsShape, alias: string, target: string): Section =>
+  Effect.gen(function* () {
+    yield* Console.log(`\n## Alias ${alias} -> ${target}`)
+    const [took, res] = yield* timed(ups.chat(target, aliasPayload()))
+    if (Either.isLeft(res)) {
+      yield* Console.log(`  FAIL ${target} (${ms(took)}): ${errorText(res.left)}`)
+      return [false]
+    }
+    const content = chatContent(res.right)
+    yield* Console.log(`  PASS ${target} (${ms(took)}): ${content === null ? "None" : pyStr(content)}`)
+    return [true]
+  })
+
+// ---------------------------------------------------------------------------------------------
+
+/** All sections in order; returns the number of checks and of failed checks. */
+export const runSmoke = (settings: Settings, agents: ReadonlyArray<string>, judges: ReadonlyArray<string>) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const ups = yield* Upstreams.make(settings)
+      const sections: Array<Section> = [servedSection(settings), agentSection(ups, agents), judgeSection(settings, judges)]
+      const shield = settings.scoring.shieldagent_model
+      if (shield !== null) sections.push(shieldSection(ups, shield))
+      for (const [alias, target] of Object.entries(settings.aliases)) sections.push(aliasSection(ups, alias, target))
+      const results = (yield* Effect.all(sections)).flat()
+      return { checks: results.length, failed: results.filter((ok) => !ok).length }
+    })
+  )
+
+export const smokeCommand = Command.make(
+  "smoke",
+  { config: configOption, experiment: experimentOption, agents: agentsOption, judges: judgesOption },
+  ({ config, experiment, agents, judges }) =>
+    Effect.gen(function* () {
+      const settings = yield* settingsFrom(config)
+      const agentList = yield* Option.match(given(agents), {
+        onSome: Effect.succeed<ReadonlyArray<string>>,
+        onNone: () => Option.match(experiment, { onSome: experimentModels, onNone: () => Effect.succeed([]) })
+      })
+      const configured = [...Object.keys(settings.judges), ...Object.keys(BUILTIN_JUDGES).filter((j) => !(j in settings.judges))]
+      const judgeList = Option.getOrElse(given(judges), () => configured)
+      const unknown = judgeList.filter((j) => !configured.includes(j))
+      if (unknown.length > 0) {
+        return yield* new CliFailure({
+          message: `unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.map((j) => `'${j}'`).join(", ")} (configured: ${configured.join(", ")})`
+        })
+      }
+      const { checks, failed } = yield* runSmoke(settings, agentList, judgeList)
+      if (failed === 0) return yield* Console.log("\nSMOKE PASSED")
+      yield* Console.log(`\nSMOKE FAILED (${failed} check${failed === 1 ? "" : "s"} failed)`)
+      return yield* new CliFailure({ message: `smoke: ${failed} of ${checks} checks failed` })
+    })
+).pipe(Command.withDescription("check the endpoints before a run: served models, agent tool calling, judges, scorer, aliases"))

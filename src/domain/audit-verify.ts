@@ -1,0 +1,130 @@
+/**
+ * Full verification of one audit file (pure): the hash chain, the anchor's checkpoints (truncation
+ * and rewrites), and the checkpoints' signatures. A check that cannot be made is reported as such,
+ * never as success.
+ */
+import { verifyChainText, type VerifyResult } from "./audit-chain.js"
+import { ANCHOR_SCHEMA, type Checkpoint, type CheckpointKey, signatureValid } from "./checkpoint.js"
+
+export type CheckStatus = "ok" | "failed" | "not-checked"
+
+export interface Check {
+  readonly status: CheckStatus
+  readonly message: string
+}
+
+export interface FileVerification {
+  /** ok: every check made and passed; partial: none failed but some could not be made; failed */
+  readonly status: "ok" | "partial" | "failed"
+  readonly records: number
+  readonly chain: VerifyResult
+  readonly anchor: Check
+  readonly signatures: Check
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** The hash of each record by position (as written; the chain check says whether to trust them). */
+const recordHashes = (text: string): Array<string> =>
+  text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => {
+      try {
+        const r: unknown = JSON.parse(l)
+        return isObject(r) && typeof r.hash === "string" ? r.hash : ""
+      } catch {
+        return ""
+      }
+    })
+
+const parseAnchor = (text: string): Array<Checkpoint> | string => {
+  const out: Array<Checkpoint> = []
+  const lines = text.split("\n").filter((l) => l.trim() !== "")
+  for (const [i, line] of lines.entries()) {
+    let c: unknown
+    try {
+      c = JSON.parse(line)
+    } catch {
+      return `checkpoint ${i + 1}: not valid JSON`
+    }
+    if (!isObject(c) || c.schema !== ANCHOR_SCHEMA || typeof c.seq !== "number" || typeof c.head !== "string") {
+      return `checkpoint ${i + 1}: not a ${ANCHOR_SCHEMA} checkpoint`
+    }
+    out.push(c as unknown as Checkpoint)
+  }
+  return out
+}
+
+const checkAnchor = (fileName: string, hashes: ReadonlyArray<string>, checkpoints: ReadonlyArray<Checkpoint>): Check => {
+  if (checkpoints.length === 0) return { status: "not-checked", message: "the anchor holds no checkpoint" }
+  let last = 0
+  for (const [i, c] of checkpoints.entries()) {
+    const n = i + 1
+    if (c.file !== fileName) return { status: "failed", message: `checkpoint ${n} is for ${c.file}, not ${fileName}` }
+    if (c.seq < last) return { status: "failed", message: `checkpoint ${n}: seq ${c.seq} goes back (after ${last})` }
+    if (c.count !== c.seq) return { status: "failed", message: `checkpoint ${n}: count ${c.count} differs from seq ${c.seq}` }
+    if (c.seq > hashes.length) {
+      return { status: "failed", message: `truncated: checkpoint ${n} covers ${c.seq} records but the file has ${hashes.length}` }
+    }
+    if (c.seq > 0 && hashes[c.seq - 1] !== c.head) {
+      return { status: "failed", message: `checkpoint ${n}: record ${c.seq} differs from the checkpointed head (file rewritten)` }
+    }
+    last = c.seq
+  }
+  const uncovered = hashes.length - last
+  return uncovered === 0
+    ? { status: "ok", message: `${checkpoints.length} checkpoint(s) cover all records` }
+    : { status: "not-checked", message: `${checkpoints.length} checkpoint(s) cover records 1–${last}; ${uncovered} later record(s) not yet covered` }
+}
+
+const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: CheckpointKey | null): Check => {
+  if (checkpoints.every((c) => c.sig === null)) {
+    return { status: trusted === null ? "not-checked" : "failed", message: "checkpoints are unsigned" }
+  }
+  for (const [i, c] of checkpoints.entries()) {
+    const n = i + 1
+    const valid = signatureValid(c)
+    if (valid === null) return { status: "failed", message: `checkpoint ${n} is unsigned among signed checkpoints` }
+    if (!valid) return { status: "failed", message: `checkpoint ${n}: signature does not verify (forged or edited)` }
+    if (trusted !== null && c.key!.public_key !== trusted.public_key) {
+      return { status: "failed", message: `checkpoint ${n}: signed by key ${c.key!.key_id}, not by the given key ${trusted.key_id}` }
+    }
+  }
+  const ids = [...new Set(checkpoints.map((c) => c.key!.key_id))].join(", ")
+  return trusted === null
+    ? { status: "not-checked", message: `signatures valid under the recorded key ${ids}, but the signer is not authenticated (give --pubkey)` }
+    : { status: "ok", message: `signed by ${trusted.key_id}` }
+}
+
+/**
+ * Verify `text` (the audit file) against `anchorText` (its `.anchor.jsonl`, or null when there is
+ * none) and, when given, the trusted public key.
+ */
+export const verifyAudit = (
+  fileName: string,
+  text: string,
+  anchorText: string | null,
+  trusted: CheckpointKey | null
+): FileVerification => {
+  const chain = verifyChainText(text)
+  const hashes = recordHashes(text)
+  let anchor: Check
+  let signatures: Check
+  if (anchorText === null) {
+    anchor = { status: "not-checked", message: "no anchor file: a truncated tail cannot be detected" }
+    signatures = { status: trusted === null ? "not-checked" : "failed", message: "no anchor file: nothing signed to check" }
+  } else {
+    const parsed = parseAnchor(anchorText)
+    if (typeof parsed === "string") {
+      anchor = { status: "failed", message: parsed }
+      signatures = { status: "not-checked", message: "anchor unreadable" }
+    } else {
+      anchor = checkAnchor(fileName, hashes, parsed)
+      signatures = parsed.length === 0 ? { status: "not-checked", message: "no checkpoint" } : checkSignatures(parsed, trusted)
+    }
+  }
+  const checks = [chain.ok ? "ok" : "failed", anchor.status, signatures.status]
+  const status = checks.includes("failed") ? "failed" : checks.includes("not-checked") ? "partial" : "ok"
+  return { status, records: hashes.length, chain, anchor, signatures }
+}
