@@ -130,7 +130,13 @@ const isObjectLike = (u: unknown): u is Record<PropertyKey, unknown> => (typeof 
  */
 const checkShape = <A, I>(value: Record<PropertyKey, unknown>, keys: ReadonlyArray<string>, schema: Schema.Schema<A, I>): Either.Either<A, string> => {
   const picked: Record<string, unknown> = {}
-  for (const k of keys) picked[k] = value[k]
+  for (const k of keys) {
+    try {
+      picked[k] = value[k]
+    } catch (e) {
+      return Either.left(`${k}: cannot be read: ${messageOf(e)}`)
+    }
+  }
   return Either.mapLeft(Schema.decodeUnknownEither(schema, { errors: "first" })(picked), (e) => {
     const [issue] = ParseResult.ArrayFormatter.formatErrorSync(e)
     return issue === undefined ? "invalid" : `${issue.path.map(String).join(".")}: ${issue.message}`

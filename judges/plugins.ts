@@ -3,6 +3,16 @@ import { classifierPlugin } from "./classifier.js"
 import { guardPlugin } from "./guard.js"
 import { llmJsonPlugin } from "./llm-json.js"
 import { layeredPlugin } from "./layered.js"
+import { pluginKindPlugin } from "./plugin.js"
 import { staticPlugin } from "./static.js"
+import { toolgatePlugin } from "./toolgate.js"
 
-export const defaultPlugins = [staticPlugin, llmJsonPlugin, guardPlugin, classifierPlugin, layeredPlugin] as const
+export const defaultPlugins = [
+  staticPlugin,
+  llmJsonPlugin,
+  guardPlugin,
+  classifierPlugin,
+  toolgatePlugin,
+  layeredPlugin,
+  pluginKindPlugin
+] as const

@@ -13,9 +13,11 @@
  *   `approval`; outcome `outcome` (or the joined one); rule/scope from the *ruling verdict*
  *   (see `rulingVerdict`):
  *     - a `rule` or `toolgate` judge that answered: rule / scope = the gate's own `rule` / `scope`
- *       when the verdict's `usage` carries them (`toolgate_rule`, `toolgate_scope`: the toolgate
- *       judge's cross-reference, present on allows too), else both = the verdict's `category`
- *       (the rule id; `""`/`none` → absent); `rule_version` = its `version` (the policy version);
+ *       when the verdict carries them — in `usage` (`toolgate_rule`, `toolgate_scope`: the toolgate
+ *       judge's cross-reference, present on allows too) or in `raw` as the gate's decision object
+ *       (the native rule judge: `{decision, rule, scope, message, approval}`) — else both = the
+ *       verdict's `category` (the rule id; `""`/`none` → absent); `rule_version` = its `version`
+ *       (the policy version: `sha256:…` of the policy file, `toolgate:<label>`);
  *     - any other judge that answered (model judges, static, plugins): the judge identity counts as
  *       the rule — rule = `<model>@<version>` (`<judge>@<version>` when the verdict has no model),
  *       scope absent, `rule_version` = `version` (the prompt hash). This is the issue's "rule or
@@ -130,6 +132,27 @@ export interface VerdictView {
   readonly gate: { readonly rule: string | null; readonly scope: string | null } | null
 }
 
+/**
+ * The gate's own rule and scope behind a verdict: the toolgate judge's cross-reference in `usage`
+ * (`toolgate_rule`, `toolgate_scope`), else `raw` when it is the gate's decision as a JSON object
+ * with `rule`/`scope` (the native rule judge's `raw`, a toolgate deny/escalate body).
+ */
+const gateRuleOf = (v: Readonly<Record<string, unknown>>): VerdictView["gate"] => {
+  if (isPlainObject(v.usage) && ("toolgate_rule" in v.usage || "toolgate_scope" in v.usage)) {
+    return { rule: text(v.usage.toolgate_rule), scope: text(v.usage.toolgate_scope) }
+  }
+  if (typeof v.raw !== "string" || !v.raw.trimStart().startsWith("{")) return null
+  let raw: unknown
+  try {
+    raw = JSON.parse(v.raw)
+  } catch {
+    return null
+  }
+  return isPlainObject(raw) && (typeof raw.rule === "string" || typeof raw.scope === "string")
+    ? { rule: text(raw.rule), scope: text(raw.scope) }
+    : null
+}
+
 const verdictView = (v: unknown): VerdictView | null =>
   isPlainObject(v)
     ? {
@@ -140,10 +163,7 @@ const verdictView = (v: unknown): VerdictView | null =>
         status: text(v.status),
         decision: text(v.decision),
         category: text(v.category),
-        gate:
-          isPlainObject(v.usage) && ("toolgate_rule" in v.usage || "toolgate_scope" in v.usage)
-            ? { rule: text(v.usage.toolgate_rule), scope: text(v.usage.toolgate_scope) }
-            : null
+        gate: gateRuleOf(v)
       }
     : null
 
@@ -200,9 +220,12 @@ export const ruleFieldsOf = (rec: Readonly<Record<string, unknown>>): RuleFields
   return { rule, rule_version: v.version, scope: null }
 }
 
+/** The `rule`/`toolgate` verdicts of a vetobench record (the verdict and its layers). */
+export const policyVerdicts = (rec: Readonly<Record<string, unknown>>): ReadonlyArray<VerdictView> =>
+  [verdictView(rec.verdict), ...layerVerdicts(rec)].filter((v): v is VerdictView => v !== null && isRuleKind(v.kind))
+
 /** A vetobench record was ruled (wholly or in one layer) by a policy of rules, so scoring needs R. */
-export const ruledByPolicy = (rec: Readonly<Record<string, unknown>>): boolean =>
-  isRuleKind(verdictView(rec.verdict)?.kind ?? null) || layerVerdicts(rec).some((v) => isRuleKind(v.kind))
+export const ruledByPolicy = (rec: Readonly<Record<string, unknown>>): boolean => policyVerdicts(rec).length > 0
 
 /** From a `vetobench/v2` `call` record; `outcome` is the one joined from a later `outcome` record, if any. */
 export const fromV2Record = (

@@ -9,9 +9,10 @@
  * - `vetobench/v2` (every record has `schema: "vetobench/v2"`): records of `type: "call"` are
  *   scored; a later record of `type: "outcome"` whose `ref` names a call by `ref.seq` or
  *   `ref.hash` (both, when given, must name the same call) supplies that call's outcome; other
- *   record types are not scored. Integrity: `hash-chained` when the file verifies as
- *   `verify-audit` checks it, else `append-only` when every record has an integer `seq`, else
- *   `plain-log`.
+ *   record types are not scored. Integrity: `hash-chained` when the file's hash chain verifies
+ *   (`verifyChainText`, the chain check of `verify-audit`; anchors and signatures are beyond the
+ *   ordinal's top value and are not checked here), else `append-only` when every record has an
+ *   integer `seq`, else `plain-log`.
  * - `toolgate` (no `schema` key): Go gate records and plain log lines. Integrity: `hash-chained`
  *   when every record has `prev_hash` and `hash` and the Go chain of §3.3 verifies (hashes
  *   recomputed: 16 hex of SHA-256 over prev_hash + the record's Go JSON with numbers kept as
@@ -22,6 +23,7 @@
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import { Data, Effect, Either } from "effect"
+import { formatIssue, loadPolicyFile } from "../../judges/rule/policy.js"
 import { verifyChainText } from "../domain/audit-chain.js"
 import { AUDIT_SCHEMA } from "../domain/audit-record.js"
 import {
@@ -34,6 +36,7 @@ import {
   INTEGRITY_ORDINAL,
   type Integrity,
   type NineFields,
+  policyVerdicts,
   ruledByPolicy
 } from "./nine-fields.js"
 
@@ -312,6 +315,8 @@ export interface AuditAnalysis {
   readonly fields: ReadonlyArray<NineFields>
   /** some records were ruled by a policy of rules (rule/toolgate judge, Go gate decision): R is needed */
   readonly needsRules: boolean
+  /** the policy versions named by native `rule` verdicts (`sha256:…` of the policy file) */
+  readonly policyVersions: ReadonlyArray<string>
 }
 
 const parseRecords = (text: string): Either.Either<{ records: ReadonlyArray<RawObject>; jsonl: boolean }, string> => {
@@ -377,13 +382,16 @@ const analyseV2 = (text: string, raw: ReadonlyArray<RawObject>, jsonl: boolean):
     integrity,
     chain: check.message,
     fields: calls.map((rec, i) => fromV2Record(rec, { integrity, outcome: joined[i] ?? null })),
-    needsRules: calls.some(ruledByPolicy)
+    needsRules: calls.some(ruledByPolicy),
+    policyVersions: [
+      ...new Set(calls.flatMap((rec) => policyVerdicts(rec).flatMap((v) => (v.kind === "rule" && v.version !== null ? [v.version] : []))))
+    ]
   }
 }
 
 const analyseGate = (raw: ReadonlyArray<RawObject>): AuditAnalysis => {
   const chained = raw.every((r) => typeof r.prev_hash === "string" && typeof r.hash === "string")
-  const check: ChainCheck = chained ? verifyGoChain(raw) : { ok: false, message: "no hash chain (records lack prev_hash/hash)" }
+  const check: ChainCheck = chained ? verifyGoChain(raw) : { ok: false, message: "no hash chain: records lack prev_hash/hash" }
   const integrity: Integrity = check.ok
     ? "hash-chained"
     : raw.every((r) => chained || r.integrity === "append-only" || r.integrity === "hash-chained")
@@ -395,7 +403,8 @@ const analyseGate = (raw: ReadonlyArray<RawObject>): AuditAnalysis => {
     integrity,
     chain: check.message,
     fields: records.map((rec) => fromGateRecord(rec, { integrity })),
-    needsRules: records.some((r) => hasDecision(typeof r.decision === "string" ? r.decision : null))
+    needsRules: records.some((r) => hasDecision(typeof r.decision === "string" ? r.decision : null)),
+    policyVersions: []
   }
 }
 
@@ -403,7 +412,7 @@ const analyseGate = (raw: ReadonlyArray<RawObject>): AuditAnalysis => {
 export const analyseAuditText = (text: string): Either.Either<AuditAnalysis, string> =>
   Either.flatMap(parseRecords(text), ({ records, jsonl }) => {
     if (records.length === 0) {
-      return Either.right({ format: "empty", integrity: "plain-log", chain: "no records", fields: [], needsRules: false })
+      return Either.right({ format: "empty", integrity: "plain-log", chain: "no records", fields: [], needsRules: false, policyVersions: [] })
     }
     const kinds = records.map((r, i): Either.Either<"v2" | "gate", string> =>
       r.schema === undefined ? Either.right("gate") : r.schema === AUDIT_SCHEMA ? Either.right("v2") : Either.left(`record ${i + 1}: unsupported schema ${JSON.stringify(toPlain(r.schema))}`)
@@ -466,23 +475,19 @@ export const loadAuditFile = (file: string): Effect.Effect<AuditAnalysis & { rea
   )
 
 /**
- * R from an aex-toolgate policy file (§1.1): the number of entries of its `rules` (0 when absent).
- * Keys match case-insensitively, the last match wins, as in the gate's Go decoder.
+ * R and the version of an aex-toolgate policy file (§1.1; JSON, or YAML by extension), loaded and
+ * validated as the `rule` judge loads it: R = the number of its `rules`. `file` is resolved
+ * against the working directory.
  */
-export const policyRuleCount = (file: string): Effect.Effect<number, AuditScoreError> =>
-  readText(file).pipe(
-    Effect.flatMap((text) => {
-      const invalid = (detail: string) => Effect.fail(new AuditScoreError({ file, reason: "invalid", detail }))
-      let policy: unknown
-      try {
-        policy = JSON.parse(text)
-      } catch {
-        return invalid("policy is not valid JSON")
-      }
-      if (typeof policy !== "object" || policy === null || Array.isArray(policy)) return invalid("policy is not a JSON object")
-      const keys = Object.keys(policy).filter((k) => k.toLowerCase() === "rules")
-      const rules = keys.length === 0 ? [] : (policy as Record<string, unknown>)[keys[keys.length - 1]!]
-      if (rules === null) return Effect.succeed(0)
-      return Array.isArray(rules) ? Effect.succeed(rules.length) : invalid("policy `rules` is not a list")
-    })
+export const loadPolicy = (file: string): Effect.Effect<{ readonly rules: number; readonly version: string }, AuditScoreError> =>
+  loadPolicyFile(file, process.cwd()).pipe(
+    Effect.map((p) => ({ rules: p.decoded.spec.rules.length, version: p.version })),
+    Effect.mapError(
+      (e) =>
+        new AuditScoreError({
+          file,
+          reason: e.issues.some((i) => i.message.startsWith("policy file not found")) ? "not-found" : "invalid",
+          detail: e.issues.map(formatIssue).join("; ")
+        })
+    )
   )

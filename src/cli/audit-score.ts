@@ -5,14 +5,16 @@
  * prints the scores under the §3.2 keys.
  *
  * R (the number of policy rules in policy_checkability) comes from `--rules N`, or from
- * `--policy FILE` (an aex-toolgate policy: its `rules` count). Without either R = 0, which is
+ * `--policy FILE` (an aex-toolgate policy, loaded and validated as the `rule` judge loads it: its
+ * `rules` count; records of a native `rule` judge must name that file's version). Without either
+ * R = 0, which is
  * refused when a file's records were ruled by a policy of rules (a `rule`/`toolgate` judge or
  * layer, or Go gate records with decisions): their score would silently be wrong.
  * A missing or unreadable file, or an invalid record, fails the command with one line (exit 1).
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
-import { type AuditFormat, type AuditScores, loadAuditFile, policyRuleCount, SCORE_KEYS, scoreRecords } from "../audit/score.js"
+import { type AuditFormat, type AuditScores, loadAuditFile, loadPolicy, SCORE_KEYS, scoreRecords } from "../audit/score.js"
 import type { Integrity } from "../audit/nine-fields.js"
 import { CliFailure, configOption } from "./options.js"
 
@@ -48,8 +50,20 @@ export const scoreAuditFiles = (paths: ReadonlyArray<string>, opts: AuditScoreOp
     if (Option.isSome(opts.rules) && !(Number.isInteger(opts.rules.value) && opts.rules.value >= 0)) {
       return yield* new CliFailure({ message: `--rules must be an integer ≥ 0, got ${opts.rules.value}` })
     }
-    const fromPolicy = Option.isSome(opts.policy) ? Option.some(yield* policyRuleCount(opts.policy.value)) : Option.none<number>()
+    const policy = Option.isSome(opts.policy) ? Option.some(yield* loadPolicy(opts.policy.value)) : Option.none()
+    const fromPolicy = Option.map(policy, (p) => p.rules)
     const loaded = yield* Effect.forEach(paths, loadAuditFile)
+    if (Option.isSome(policy)) {
+      // native rule verdicts name the policy file's version: R from another policy would be wrong
+      for (const f of loaded) {
+        const other = f.policyVersions.find((v) => v !== policy.value.version)
+        if (other !== undefined) {
+          return yield* new CliFailure({
+            message: `${f.file}: its records were ruled by policy version ${other}, but --policy is ${policy.value.version}`
+          })
+        }
+      }
+    }
     const rulesFrom: ScoreReport["rulesFrom"] = Option.isSome(opts.rules) ? "--rules" : Option.isSome(fromPolicy) ? "--policy" : "default"
     const rules = Option.getOrElse(Option.orElse(opts.rules, () => fromPolicy), () => 0)
     if (rulesFrom === "default") {
@@ -130,9 +144,9 @@ const rules = Options.integer("rules").pipe(
   Options.optional,
   Options.withDescription("R, the number of policy rules (policy_checkability); required for records ruled by a policy")
 )
-const policy = Options.text("policy").pipe(Options.optional, Options.withDescription("aex-toolgate policy file: R = the number of its rules"))
+const policyFile = Options.text("policy").pipe(Options.optional, Options.withDescription("aex-toolgate policy file (JSON/YAML): R = the number of its rules"))
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON with the keys of the scoring rules"))
 
-export const auditScoreCommand = Command.make("score", { config: configOption, files, rules, policy, json }, ({ files, rules, policy, json }) =>
+export const auditScoreCommand = Command.make("score", { config: configOption, files, rules, policy: policyFile, json }, ({ files, rules, policy, json }) =>
   auditScore(files, { rules, policy, json }).pipe(Effect.flatMap(Console.log))
 ).pipe(Command.withDescription("score audit records: the five scores of the nine-field authorisation record"))

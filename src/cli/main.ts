@@ -8,6 +8,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Effect, Layer } from "effect"
 import { VERSION } from "../version.js"
+import { auditCommand } from "./audit.js"
 import { demoCommand } from "./demo.js"
 import { fakeVllmCommand } from "./fake-vllm.js"
 import { proxyCommand } from "./proxy.js"
@@ -16,7 +17,7 @@ import { verifyAuditCommand } from "./verify-audit.js"
 
 const root = Command.make("vetobench").pipe(
   Command.withDescription("test bench for the tool-call trust boundary"),
-  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, fakeVllmCommand])
+  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand])
 )
 
 const cli = Command.run(root, { name: "vetobench", version: VERSION })

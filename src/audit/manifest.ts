@@ -1,0 +1,30 @@
+/** A run's results manifest: sha256 of each output, appended as the run's final record and checkpointed. */
+import { createHash } from "node:crypto"
+import { readFileSync, statSync } from "node:fs"
+import * as path from "node:path"
+import { Effect } from "effect"
+import { AuditSink } from "../../layers/AuditSink.js"
+import type { ManifestEntry } from "../domain/audit-record.js"
+import { AuditInputError } from "./verify-files.js"
+
+export const manifestFiles = (outputs: ReadonlyArray<string>): Effect.Effect<ManifestEntry["files"], AuditInputError> =>
+  Effect.forEach(outputs, (file) =>
+    Effect.try({
+      try: () => {
+        const bytes = readFileSync(file)
+        if (!statSync(file).isFile()) throw new Error("not a file")
+        return { path: path.resolve(file), sha256: createHash("sha256").update(bytes).digest("hex"), bytes: bytes.length }
+      },
+      catch: (e) => new AuditInputError({ file, reason: `cannot hash: ${e instanceof Error ? e.message : String(e)}` })
+    })
+  )
+
+/** Append the manifest to `runId`'s chain in the sink and checkpoint it. */
+export const appendManifest = (runId: string, outputs: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const files = yield* manifestFiles(outputs)
+    const sink = yield* AuditSink
+    const record = yield* sink.append(runId, { type: "manifest", run_id: runId, files })
+    yield* sink.checkpoint(runId)
+    return record
+  })

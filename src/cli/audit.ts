@@ -1,0 +1,65 @@
+/** `vetobench audit keygen | manifest` — keys for signed checkpoints, and a run's results manifest. */
+import { readFileSync } from "node:fs"
+import * as path from "node:path"
+import { Args, Command, Options } from "@effect/cli"
+import { Console, Effect, Option } from "effect"
+import { AuditSink } from "../../layers/AuditSink.js"
+import { generateKeyFiles } from "../audit/keys.js"
+import { appendManifest } from "../audit/manifest.js"
+import { signerFromPem } from "../domain/checkpoint.js"
+import { CliFailure, configOption } from "./options.js"
+
+const fail = (e: { readonly message: string }) => new CliFailure({ message: e.message })
+
+const keygen = Command.make(
+  "keygen",
+  {
+    config: configOption,
+    out: Options.text("out").pipe(Options.withDefault("keys"), Options.withDescription("directory for <name>.key and <name>.pub")),
+    name: Options.text("name").pipe(Options.withDefault("audit")),
+    force: Options.boolean("force").pipe(Options.withDescription("overwrite existing key files"))
+  },
+  ({ force, name, out }) =>
+    generateKeyFiles(out, name, force).pipe(
+      Effect.mapError(fail),
+      Effect.flatMap((k) =>
+        Console.log(
+          [
+            `private key ${k.privateKey} (mode 0600: keep it to yourself; set audit.signing_key to it)`,
+            `public key  ${k.publicKey} (give it to whoever verifies: vetobench verify-audit FILE --pubkey ${k.publicKey})`,
+            `key id      ${k.keyId}`
+          ].join("\n")
+        )
+      )
+    )
+).pipe(Command.withDescription("make an Ed25519 key pair for signed audit checkpoints"))
+
+const manifest = Command.make(
+  "manifest",
+  {
+    config: configOption,
+    key: Options.text("key").pipe(Options.optional, Options.withDescription("private key (PEM) that signs the final checkpoint")),
+    file: Args.text({ name: "AUDIT_FILE" }),
+    outputs: Args.text({ name: "OUTPUT" }).pipe(Args.atLeast(1))
+  },
+  ({ file, key, outputs }) =>
+    Effect.gen(function* () {
+      const signer = Option.isNone(key)
+        ? null
+        : yield* Effect.try({
+            try: () => signerFromPem(readFileSync(key.value, "utf8")),
+            catch: (e) => new CliFailure({ message: `${key.value}: not an Ed25519 private key (${e instanceof Error ? e.message : String(e)})` })
+          })
+      const runId = path.basename(file).replace(/\.jsonl$/, "")
+      const record = yield* appendManifest(runId, outputs).pipe(
+        Effect.provide(AuditSink.layerFile(path.dirname(path.resolve(file)), { signer })),
+        Effect.mapError((e) => (e._tag === "AuditWriteError" ? new CliFailure({ message: `${e.file}: ${e.reason}` }) : fail(e)))
+      )
+      yield* Console.log(`manifest of ${outputs.length} file(s) appended to ${file} as record ${record.seq}; checkpoint written`)
+    })
+).pipe(Command.withDescription("append a run's results manifest (sha256 of each output) as its final record, then checkpoint"))
+
+export const auditCommand = Command.make("audit").pipe(
+  Command.withDescription("audit log tools: keys, results manifest"),
+  Command.withSubcommands([keygen, manifest])
+)
