@@ -7,6 +7,7 @@ import { AuditSink } from "../../layers/AuditSink.js"
 import { generateKeyFiles } from "../audit/keys.js"
 import { appendManifest } from "../audit/manifest.js"
 import { signerFromPem } from "../domain/checkpoint.js"
+import { auditScoreCommand } from "./audit-score.js"
 import { CliFailure, configOption } from "./options.js"
 
 const fail = (e: { readonly message: string }) => new CliFailure({ message: e.message })
@@ -60,6 +61,6 @@ const manifest = Command.make(
 ).pipe(Command.withDescription("append a run's results manifest (sha256 of each output) as its final record, then checkpoint"))
 
 export const auditCommand = Command.make("audit").pipe(
-  Command.withDescription("audit log tools: keys, results manifest"),
-  Command.withSubcommands([keygen, manifest])
+  Command.withDescription("audit log tools: keys, results manifest, the five scores"),
+  Command.withSubcommands([keygen, manifest, auditScoreCommand])
 )

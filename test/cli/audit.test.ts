@@ -1,0 +1,81 @@
+/** `vetobench audit keygen | manifest | score` as users run them. */
+import { createHash } from "node:crypto"
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { runCli } from "../support/cli.js"
+
+const tmp = () => mkdtempSync(path.join(tmpdir(), "vetobench-audit-cli-"))
+
+describe("vetobench audit keygen", () => {
+  it("writes a private key only its owner can read and a public key; never overwrites without --force", () => {
+    const dir = tmp()
+    const r = runCli(["audit", "keygen", "--out", dir, "--name", "k"])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/key id {6}[0-9a-f]{16}/)
+    expect(statSync(path.join(dir, "k.key")).mode & 0o777).toBe(0o600)
+    expect(readFileSync(path.join(dir, "k.pub"), "utf8")).toContain("BEGIN PUBLIC KEY")
+    const again = runCli(["audit", "keygen", "--out", dir, "--name", "k"])
+    expect(again.code).toBe(1)
+    expect(again.stderr).toContain("refusing to overwrite")
+    expect(runCli(["audit", "keygen", "--out", dir, "--name", "k", "--force"]).code).toBe(0)
+  })
+})
+
+describe("vetobench audit manifest", () => {
+  it("appends the results manifest as the final record, covered by a new signed checkpoint", () => {
+    const out = tmp()
+    expect(runCli(["demo", "--out", out]).code).toBe(0)
+    const dir = path.join(out, readdirSync(out)[0]!)
+    const log = path.join(dir, "audit", "demo.jsonl")
+    const report = path.join(dir, "report.md")
+    writeFileSync(report, "# results\n")
+    const r = runCli(["audit", "manifest", log, report, "--key", path.join(dir, "keys", "audit.key")])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain("as record 9")
+    const last = JSON.parse(readFileSync(log, "utf8").trimEnd().split("\n").at(-1)!) as { type: string; files: Array<{ path: string; sha256: string; bytes: number }> }
+    expect(last.type).toBe("manifest")
+    expect(last.files).toEqual([{ path: report, sha256: createHash("sha256").update("# results\n").digest("hex"), bytes: 10 }])
+    expect(last.files[0]!.sha256).toMatch(/^[0-9a-f]{64}$/)
+    const v = runCli(["verify-audit", log, "--pubkey", path.join(dir, "keys", "audit.pub")])
+    expect(v.stdout).toMatch(/^OK {6}.*: 9 records – chain ok; anchor ok \(2 checkpoint\(s\) cover all records\); signatures ok/m)
+    // an output that cannot be hashed is one error line, nothing appended
+    expect(runCli(["audit", "manifest", log, "/nonexistent/out.csv"]).code).toBe(1)
+  })
+})
+
+describe("vetobench audit score", () => {
+  const fixtures = path.resolve("test/fixtures/audit")
+  const policy = path.resolve("test/fixtures/policies/accounts-payable.json")
+
+  it.each([
+    ["study-a-plain-log.jsonl", [0, 0.5, 0, 0, 0, 2]],
+    ["study-b-scope-mode.jsonl", [0, 1, 0.17, 1, 2, 8]],
+    ["study-c-full-mode.jsonl", [1, 1, 1, 1, 2, 9]]
+  ])("reproduces the study row for %s (toolgate.md §3.2)", (file, row) => {
+    const r = runCli(["audit", "score", path.join(fixtures, file), "--policy", policy, "--json"])
+    expect(r.code).toBe(0)
+    const s = (JSON.parse(r.stdout) as { files: Array<{ scores: Record<string, number> }> }).files[0]!.scores
+    expect([
+      s.action_recoverability,
+      s.lifecycle_coverage,
+      s.policy_checkability,
+      s.responsibility_attribution,
+      s.evidence_integrity_ordinal,
+      s.schema_fields_recoverable_of_9
+    ]).toEqual(row)
+  })
+
+  it("scores our own records; a missing file is one line, exit 1", () => {
+    const out = tmp()
+    expect(runCli(["demo", "--out", out]).code).toBe(0)
+    const log = path.join(out, readdirSync(out)[0]!, "audit", "demo.jsonl")
+    const r = runCli(["audit", "score", log])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/demo\.jsonl\s+8\s/)
+    const missing = runCli(["audit", "score", "/nonexistent/a.jsonl"])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr.trim().split("\n")).toHaveLength(1)
+  })
+})
