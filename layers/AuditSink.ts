@@ -192,15 +192,15 @@ export const repairTornTail = (file: string): Effect.Effect<TornRepair, AuditWri
 /** `<dir>/<name>.anchor.jsonl` for `<dir>/<name>.jsonl`. */
 export const anchorFileFor = (file: string): string => file.replace(/\.jsonl$/, "") + ".anchor.jsonl"
 
-/** seq of the anchor's last checkpoint (0 when there is none). */
-const lastCheckpointSeq = (anchor: string): Effect.Effect<number, AuditWriteError> =>
+/** seq and signing key id of the anchor's last checkpoint (0 and null when there is none). */
+const lastCheckpoint = (anchor: string): Effect.Effect<{ readonly seq: number; readonly keyId: string | null }, AuditWriteError> =>
   Effect.tryPromise({
     try: async () => {
       const text = await fs.readFile(anchor, "utf8").catch((e: unknown) => (codeOf(e) === "ENOENT" ? "" : Promise.reject(e)))
       const last = text.trimEnd().split("\n").pop() ?? ""
-      if (last === "") return 0
-      const c = JSON.parse(last) as { seq?: unknown }
-      return typeof c.seq === "number" ? c.seq : 0
+      if (last === "") return { seq: 0, keyId: null }
+      const c = JSON.parse(last) as { seq?: unknown; key?: { key_id?: unknown } | null }
+      return { seq: typeof c.seq === "number" ? c.seq : 0, keyId: typeof c.key?.key_id === "string" ? c.key.key_id : null }
     },
     catch: (cause) => new AuditWriteError({ file: anchor, reason: `cannot read the anchor: ${reasonOf(cause)}`, cause })
   })
@@ -360,6 +360,16 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         if (tip === null) {
           return yield* fail(st, "the last line is not an audit record; the chain cannot be continued (run verify-audit)")
         }
+        const last = yield* lastCheckpoint(st.anchor)
+        // never mix: an anchor signed by one key is continued only with that key
+        if (last.keyId !== null && last.keyId !== (signer?.key.key_id ?? null)) {
+          return yield* fail(
+            st,
+            signer === null
+              ? `its checkpoints are signed by key ${last.keyId}; configure that key (audit.signing_key, or --key) to append`
+              : `its checkpoints are signed by key ${last.keyId}, not by the configured key ${signer.key.key_id}`
+          )
+        }
         const handle = yield* Effect.tryPromise({
           try: () => fs.open(st.file, "a"),
           catch: (cause) => fail(st, `cannot open for append: ${reasonOf(cause)}`, cause)
@@ -367,7 +377,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         st.handle = handle
         st.tip = tip
         st.lastMs = tip.ts === "" ? 0 : Date.parse(tip.ts) || 0
-        st.checkpointed = yield* lastCheckpointSeq(st.anchor)
+        st.checkpointed = last.seq
         return handle
       })
 

@@ -31,11 +31,11 @@ import { type LoadedPolicy, loadPolicyFile } from "./policy.js"
 
 const RuleConfig = Schema.Struct({
   policy: NonEmptyString,
-  mode: Schema.optionalWith(Schema.Literal("full", "scope").annotations({ message: () => "must be full or scope" }), {
+  mode: Schema.optionalWith(Schema.Literal("full", "scope").annotations({ message: () => ({ message: "must be full or scope", override: true }) }), {
     default: () => "full" as const
   }),
   scopes: Schema.optionalWith(
-    Schema.NullOr(Schema.Array(Schema.String)).annotations({ message: () => "must be a list of scopes" }),
+    Schema.NullOr(Schema.Array(Schema.String)).annotations({ message: () => ({ message: "must be a list of scopes", override: true }) }),
     { default: () => null }
   ),
   scopes_header: Schema.optionalWith(BooleanLike, { default: () => true })

@@ -6,11 +6,18 @@ import { Console, Effect, Option } from "effect"
 import { AuditSink } from "../../layers/AuditSink.js"
 import { generateKeyFiles } from "../audit/keys.js"
 import { appendManifest } from "../audit/manifest.js"
+import { appendOutcomes } from "../audit/outcomes.js"
 import { signerFromPem } from "../domain/checkpoint.js"
 import { auditScoreCommand } from "./audit-score.js"
 import { CliFailure, configOption } from "./options.js"
 
 const fail = (e: { readonly message: string }) => new CliFailure({ message: e.message })
+
+const loadSigner = (file: string) =>
+  Effect.try({
+    try: () => signerFromPem(readFileSync(file, "utf8")),
+    catch: (e) => new CliFailure({ message: `${file}: not an Ed25519 private key (${e instanceof Error ? e.message : String(e)})` })
+  })
 
 const keygen = Command.make(
   "keygen",
@@ -45,12 +52,7 @@ const manifest = Command.make(
   },
   ({ file, key, outputs }) =>
     Effect.gen(function* () {
-      const signer = Option.isNone(key)
-        ? null
-        : yield* Effect.try({
-            try: () => signerFromPem(readFileSync(key.value, "utf8")),
-            catch: (e) => new CliFailure({ message: `${key.value}: not an Ed25519 private key (${e instanceof Error ? e.message : String(e)})` })
-          })
+      const signer = Option.isNone(key) ? null : yield* loadSigner(key.value)
       const runId = path.basename(file).replace(/\.jsonl$/, "")
       const record = yield* appendManifest(runId, outputs).pipe(
         Effect.provide(AuditSink.layerFile(path.dirname(path.resolve(file)), { signer })),
@@ -60,7 +62,28 @@ const manifest = Command.make(
     })
 ).pipe(Command.withDescription("append a run's results manifest (sha256 of each output) as its final record, then checkpoint"))
 
+const outcomes = Command.make(
+  "outcomes",
+  {
+    config: configOption,
+    results: Options.text("results").pipe(Options.optional, Options.withDescription("benchmark results, JSON lines {request_id, tool_call_id?, call_index?, outcome}")),
+    key: Options.text("key").pipe(Options.optional, Options.withDescription("private key (PEM) that signs the checkpoint")),
+    file: Args.text({ name: "AUDIT_FILE" })
+  },
+  ({ file, key, results }) =>
+    Effect.gen(function* () {
+      const signer = Option.isNone(key) ? null : yield* loadSigner(key.value)
+      const plan = yield* appendOutcomes(path.basename(file).replace(/\.jsonl$/, ""), file, Option.getOrNull(results)).pipe(
+        Effect.provide(AuditSink.layerFile(path.dirname(path.resolve(file)), { signer })),
+        Effect.mapError((e) => (e._tag === "AuditWriteError" ? new CliFailure({ message: `${e.file}: ${e.reason}` }) : fail(e)))
+      )
+      yield* Console.log(
+        `${plan.entries.length} outcome record(s) appended to ${file}; ${plan.already} call(s) already had one; ${plan.unmatched} call(s) without a result`
+      )
+    })
+).pipe(Command.withDescription("append each call's outcome (blocked, or executed/not_executed from the benchmark results) as later records"))
+
 export const auditCommand = Command.make("audit").pipe(
-  Command.withDescription("audit log tools: keys, results manifest, the five scores"),
-  Command.withSubcommands([keygen, manifest, auditScoreCommand])
+  Command.withDescription("audit log tools: keys, outcomes, results manifest, the five scores"),
+  Command.withSubcommands([keygen, manifest, outcomes, auditScoreCommand])
 )

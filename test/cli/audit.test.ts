@@ -45,6 +45,41 @@ describe("vetobench audit manifest", () => {
   })
 })
 
+describe("vetobench audit outcomes", () => {
+  it("adds outcome records that reference the calls; blocked calls need no result; re-running adds nothing", () => {
+    const out = tmp()
+    expect(runCli(["demo", "--out", out]).code).toBe(0)
+    const log = path.join(out, readdirSync(out)[0]!, "audit", "demo.jsonl")
+    const key = path.join(out, readdirSync(out)[0]!, "keys", "audit.key")
+    const calls = readFileSync(log, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as { seq: number; hash: string; request_id: string; tool_call_id: string; blocked: boolean })
+    const results = path.join(out, "results.jsonl")
+    const allowed = calls.filter((c) => !c.blocked)
+    writeFileSync(results, allowed.slice(0, 3).map((c) => JSON.stringify({ request_id: c.request_id, tool_call_id: c.tool_call_id, outcome: "executed" })).join("\n") + "\n")
+    // the log's checkpoints are signed: appending without the key is refused, nothing written
+    const unsigned = runCli(["audit", "outcomes", log, "--results", results])
+    expect(unsigned.code).toBe(1)
+    expect(unsigned.stderr).toMatch(/signed by key [0-9a-f]{16}; configure that key/)
+    expect(readFileSync(log, "utf8").trimEnd().split("\n")).toHaveLength(calls.length)
+    const r = runCli(["audit", "outcomes", log, "--results", results, "--key", key])
+    expect(r.code).toBe(0)
+    const blocked = calls.filter((c) => c.blocked).length
+    expect(r.stdout).toContain(`${blocked + 3} outcome record(s) appended`)
+    expect(r.stdout).toContain(`${allowed.length - 3} call(s) without a result`)
+    const after = readFileSync(log, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as { type: string; ref?: { seq: number; hash: string }; outcome?: string })
+    const outcomes = after.filter((x) => x.type === "outcome")
+    expect(outcomes.filter((o) => o.outcome === "blocked").map((o) => o.ref!.seq)).toEqual(calls.filter((c) => c.blocked).map((c) => c.seq))
+    for (const o of outcomes) expect(calls.find((c) => c.seq === o.ref!.seq)!.hash).toBe(o.ref!.hash)
+    expect(runCli(["verify-audit", log]).code).toBe(0)
+    const again = runCli(["audit", "outcomes", log, "--results", results, "--key", key])
+    expect(again.stdout).toContain(`0 outcome record(s) appended; ${blocked + 3} call(s) already had one`)
+    const bad = path.join(out, "bad.jsonl")
+    writeFileSync(bad, '{"request_id": "x", "outcome": "maybe"}\n')
+    const badRun = runCli(["audit", "outcomes", log, "--results", bad, "--key", key])
+    expect(badRun.code).toBe(1)
+    expect(badRun.stderr).toContain("line 1: needs request_id and outcome")
+  })
+})
+
 describe("vetobench audit score", () => {
   const fixtures = path.resolve("test/fixtures/audit")
   const policy = path.resolve("test/fixtures/policies/accounts-payable.json")
