@@ -46,7 +46,7 @@ interface Call {
 }
 
 const calls = JSON.parse(readFileSync(path.join(ROOT, CALLS), "utf8")) as ReadonlyArray<Call>
-const loaded = Effect.runSync(loadPolicyFile(POLICY, ROOT))
+const loaded = await Effect.runPromise(loadPolicyFile(POLICY, ROOT))
 const compiled = loaded.compiled
 const views: ReadonlyArray<ToolCallView> = calls.map((c) => ({ name: c.tool, description: "", parameters: null, arguments: c.args }))
 const ctx: JudgeContext = { requestId: "bench", runId: null, episodeId: null, sessionId: null, principal: null, agentModel: "agent", headers: {} }

@@ -71,7 +71,7 @@ describe("vetobench audit outcomes", () => {
     for (const o of outcomes) expect(calls.find((c) => c.seq === o.ref!.seq)!.hash).toBe(o.ref!.hash)
     expect(runCli(["verify-audit", log]).code).toBe(0)
     const again = runCli(["audit", "outcomes", log, "--results", results, "--key", key])
-    expect(again.stdout).toContain(`0 outcome record(s) appended; ${blocked + 3} call(s) already had one`)
+    expect(again.stdout).toMatch(new RegExp(`^0 outcome record\\(s\\) appended to .*; ${blocked + 3} call\\(s\\) already had one`))
     const bad = path.join(out, "bad.jsonl")
     writeFileSync(bad, '{"request_id": "x", "outcome": "maybe"}\n')
     const badRun = runCli(["audit", "outcomes", log, "--results", bad, "--key", key])
