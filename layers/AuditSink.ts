@@ -9,7 +9,9 @@
  *   share one `write` + `datasync`; `fsync: always` syncs each record alone, `never` leaves it to the OS).
  *   No append completes before its record is durable. After a failed write the file is re-recovered
  *   from disk on the next append.
- *   Not coordinated: two processes, or two `layerFile` instances in one process, writing the same run.
+ *   One writer per file: `<file>.lock` (holding the pid) is taken on a run's first open and removed when
+ *   the scope closes; another live process or another `layerFile` instance in this process is refused,
+ *   and a lock left by a dead process is taken over (see `acquireLock`).
  * - `AuditSink.layerMemory`: the same chains kept in memory; also provides `AuditMemory` to read them.
  */
 import { Context, Data, Deferred, Effect, Layer } from "effect"
@@ -297,6 +299,8 @@ interface FileState {
   readonly queue: Array<Pending>
   /** a writer fiber is draining `queue` */
   writing: boolean
+  /** this sink holds `<file>.lock` (taken on the first open, kept across re-opens, released on close) */
+  locked: boolean
 }
 
 const closeQuietly = (fh: FileHandle): Effect.Effect<void> => Effect.promise(() => fh.close().catch(() => undefined))
@@ -331,7 +335,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
             writeCheckpoint(st).pipe(
               Effect.catchAll((e) => Effect.logError(`audit: final checkpoint of ${st.file} failed: ${e.reason}`)),
               Effect.zipRight(st.handle === null ? Effect.void : closeQuietly(st.handle)),
-              Effect.zipRight(releaseLock(st.file))
+              Effect.zipRight(st.locked ? releaseLock(st.file) : Effect.void)
             ),
           { discard: true }
         )
@@ -343,7 +347,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
     const stateFor = (file: string): FileState => {
       let st = states.get(file)
       if (st === undefined) {
-        st = { file, anchor: anchorFileFor(file), checkpointed: 0, handle: null, tip: GENESIS_TIP, lastMs: 0, queue: [], writing: false }
+        st = { file, anchor: anchorFileFor(file), checkpointed: 0, handle: null, tip: GENESIS_TIP, lastMs: 0, queue: [], writing: false, locked: false }
         states.set(file, st)
       }
       return st
@@ -354,7 +358,10 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
 
     const open = (st: FileState) =>
       Effect.gen(function* () {
-        yield* acquireLock(st.file)
+        if (!st.locked) {
+          yield* acquireLock(st.file)
+          st.locked = true
+        }
         const { tail } = yield* recover(st.file)
         const tip = lastRecordOf(tail)
         if (tip === null) {

@@ -25,7 +25,7 @@ import { decided, type JudgeIdentity, type Verdict } from "../../src/domain/verd
 import { type Judge, JudgeConfigError, type JudgeContext } from "../Judge.js"
 import type { JudgeKind, JudgeKindPlugin } from "../registry.js"
 import { BooleanLike, decodeSpec, NonEmptyString } from "../spec-schema.js"
-import { decide, parseScopesHeader } from "./evaluate.js"
+import { decide, parseScopesHeader, type RuleDecision } from "./evaluate.js"
 import { formatWarning, lintPolicy, type PolicyWarning } from "./lint.js"
 import { type LoadedPolicy, loadPolicyFile } from "./policy.js"
 
@@ -60,19 +60,23 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
   const compiled = loaded.compiled
   const id: JudgeIdentity = { judge: name, kind: "rule", model: `policy:${compiled.provider}`, version: loaded.version }
   const mode = opts.mode
+  const toVerdict = (d: RuleDecision): Verdict =>
+    decided(id, d.decision === "escalate" ? "hold" : d.decision, { category: d.rule, reason: d.message, raw: JSON.stringify(d) })
+  // the prebuilt (frozen) decisions — allow, scope denial, a rule's own message — map to one verdict each
+  const verdicts = new WeakMap<RuleDecision, Verdict>()
+  const verdictOf = (d: RuleDecision): Verdict => {
+    if (!Object.isFrozen(d)) return toVerdict(d)
+    let v = verdicts.get(d)
+    if (v === undefined) verdicts.set(d, (v = toVerdict(d)))
+    return v
+  }
   const rule = (call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict> =>
     Effect.sync(() => {
       const started = performance.now()
       const header = opts.scopes_header ? ctx.headers[SCOPES_HEADER] : undefined
       const callerScopes = header !== undefined ? parseScopesHeader(header) : opts.scopes
-      const d = decide(compiled, call.name, call.arguments, { mode, callerScopes })
-      const latency_ms = performance.now() - started
-      return decided(id, d.decision === "escalate" ? "hold" : d.decision, {
-        category: d.rule,
-        reason: d.message,
-        raw: JSON.stringify(d),
-        latency_ms
-      })
+      const v = verdictOf(decide(compiled, call.name, call.arguments, { mode, callerScopes }))
+      return { ...v, usage: {}, latency_ms: performance.now() - started }
     })
   return { ...id, cacheable: !opts.scopes_header, rule }
 }
