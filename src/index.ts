@@ -23,3 +23,12 @@ export { JudgeKinds, type JudgeKind, type JudgeKindPlugin } from "../judges/regi
 export { decodeSpec } from "../judges/spec-schema.js"
 export { Judges } from "../judges/Judges.js"
 export { defaultPlugins } from "../judges/plugins.js"
+export {
+  type PluginCreateContext,
+  type PluginJudge,
+  type PluginJudgeKind,
+  type PluginResult,
+  type PluginRuleContext
+} from "../judges/plugin.js"
+export { verifyAudit, type FileVerification } from "./domain/audit-verify.js"
+export { makeCheckpoint, signerFromPem, type Checkpoint } from "./domain/checkpoint.js"
