@@ -39,7 +39,10 @@ export interface ProxySettings {
   /** absolute */
   readonly audit_dir: string
   readonly fail_policy: "closed" | "open"
-  readonly hold_policy: "deny" | "allow"
+  /** `hold` in enforce: deny (unattended runs), allow, or wait for a person (hold API) */
+  readonly hold_policy: "deny" | "allow" | "wait"
+  /** with hold_policy wait: how long a held call waits before it expires (never recorded as rejected) */
+  readonly hold_timeout_s: number
   readonly judge_timeout_s: number
   readonly judge_cache: boolean
   readonly judge_cache_size: number
@@ -114,6 +117,7 @@ export const defaultProxySettings = (root: string): ProxySettings => ({
   audit_dir: path.resolve(root, "runs/audit"),
   fail_policy: "closed",
   hold_policy: "deny",
+  hold_timeout_s: 300,
   judge_timeout_s: 60,
   judge_cache: true,
   judge_cache_size: 10_000,
@@ -269,7 +273,7 @@ const judgeSpec: D.Decoder<JudgeSpec> = (n) =>
   })
 
 const PROXY_KEYS = [
-  "host", "port", "audit_dir", "fail_policy", "hold_policy", "judge_timeout_s", "judge_cache", "judge_cache_size",
+  "host", "port", "audit_dir", "fail_policy", "hold_policy", "hold_timeout_s", "judge_timeout_s", "judge_cache", "judge_cache_size",
   "max_concurrent_judges", "refusal_template", "partial_refusal", "max_body_bytes", "shutdown_grace_s", "operator_token"
 ]
 
@@ -282,7 +286,8 @@ const proxy: D.Decoder<ProxySettings> = (n) =>
       port: yield* f.get("port", D.number({ integer: true, min: 0, max: 65535 }), d.port),
       audit_dir: yield* f.get("audit_dir", D.rootPath, d.audit_dir),
       fail_policy: yield* f.get("fail_policy", D.literal("closed", "open"), d.fail_policy),
-      hold_policy: yield* f.get("hold_policy", D.literal("deny", "allow"), d.hold_policy),
+      hold_policy: yield* f.get("hold_policy", D.literal("deny", "allow", "wait"), d.hold_policy),
+      hold_timeout_s: yield* f.get("hold_timeout_s", D.number({ positive: true }), d.hold_timeout_s),
       judge_timeout_s: yield* f.get("judge_timeout_s", D.number({ positive: true }), d.judge_timeout_s),
       judge_cache: yield* f.get("judge_cache", D.boolean, d.judge_cache),
       judge_cache_size: yield* f.get("judge_cache_size", D.number({ integer: true, min: 0 }), d.judge_cache_size),

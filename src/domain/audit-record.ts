@@ -67,7 +67,20 @@ export interface ManifestEntry {
   readonly files: ReadonlyArray<{ readonly path: string; readonly sha256: string; readonly bytes: number }>
 }
 
-export type AuditEntry = CallEntry | OutcomeEntry | ManifestEntry
+/** A person's decision on a held call (hold_policy wait), or its expiry; joined by `ref`. */
+export interface ApprovalEntry {
+  readonly type: "approval"
+  readonly run_id: string | null
+  readonly ref: { readonly seq: number; readonly hash: string; readonly request_id: string; readonly tool_call_id: string | null }
+  /** `expired` is never recorded as `rejected` */
+  readonly approval: "approved" | "rejected" | "expired"
+  readonly approver: string | null
+  readonly note: string | null
+  /** the call went back to the agent */
+  readonly released: boolean
+}
+
+export type AuditEntry = CallEntry | OutcomeEntry | ManifestEntry | ApprovalEntry
 
 /** An entry as written: with schema, position, time and the chain. */
 export type Sealed<E> = E & {

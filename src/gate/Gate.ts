@@ -14,7 +14,8 @@ import { cacheKey, JudgeCache } from "../../layers/JudgeCache.js"
 import type { Judge, JudgeContext } from "../../judges/Judge.js"
 import { Judges } from "../../judges/Judges.js"
 import { Settings } from "../config/service.js"
-import type { ApprovalStatus, CallEntry, LoggedArm } from "../domain/audit-record.js"
+import { Holds } from "./Holds.js"
+import type { CallEntry, CallRecord, LoggedArm } from "../domain/audit-record.js"
 import { renderRefusal, stripCalls } from "../domain/refusal.js"
 import { toolCallView, type ToolCallView } from "../domain/tool-call.js"
 import { type Decision, decided, failed, type Verdict } from "../domain/verdict.js"
@@ -66,6 +67,7 @@ export const make = Effect.gen(function* () {
   const judges = yield* Judges
   const cache = yield* JudgeCache
   const audit = yield* AuditSink
+  const holds = yield* Holds
   const p = settings.proxy
   const slots = yield* Effect.makeSemaphore(p.max_concurrent_judges)
   const deadline = Duration.seconds(p.judge_timeout_s)
@@ -139,15 +141,15 @@ export const make = Effect.gen(function* () {
           ? views.map(() => null)
           : yield* Effect.forEach(views, (v) => ruleWith(judge, v, req.context), { concurrency: "unbounded" })
       const gateMs = judge === undefined ? 0 : round3(performance.now() - started)
-      const rulings: Array<CallRuling> = []
+      // one record per proposed call, in call order; a held call (hold_policy wait) is withheld
+      // (`blocked: true`) until a person decides, recorded by a later `approval` record
+      const waitForPerson = req.arm === "enforce" && p.hold_policy === "wait"
+      const records: Array<CallRecord> = []
       for (let i = 0; i < views.length; i++) {
-        const call = views[i]!
         const ruled = verdicts[i] ?? null
         const verdict = ruled?.verdict ?? null
         const effective = verdict === null ? null : effectiveOf(verdict)
-        const blocked =
-          req.arm === "enforce" && (effective === "deny" || (effective === "hold" && p.hold_policy === "deny"))
-        const approval: ApprovalStatus = effective === "hold" ? "held" : "automatic"
+        const blocked = req.arm === "enforce" && (effective === "deny" || (effective === "hold" && p.hold_policy !== "allow"))
         const raw = toolCalls[i]
         const entry: CallEntry = {
           type: "call",
@@ -163,33 +165,72 @@ export const make = Effect.gen(function* () {
           choice_index: choiceIndex,
           call_index: i,
           tool_call_id: isObject(raw) && typeof raw.id === "string" ? raw.id : null,
-          tool: call,
+          tool: views[i]!,
           verdict,
           layers: ruled?.layers ?? [],
           effective_decision: effective,
           blocked,
           fail_policy: p.fail_policy,
-          approval,
+          approval: effective === "hold" ? "held" : "automatic",
           outcome: null,
           gate_ms: gateMs
         }
-        yield* audit.append(req.context.runId, entry)
-        rulings.push({
+        records.push((yield* audit.append(req.context.runId, entry)) as CallRecord)
+      }
+      const released = yield* Effect.forEach(
+        records,
+        (rec) => (waitForPerson && rec.effective_decision === "hold" ? awaitPerson(rec) : Effect.succeed(!rec.blocked)),
+        { concurrency: "unbounded" }
+      )
+      return records.map((rec, i): CallRuling => {
+        const blocked = !released[i]
+        return {
           callIndex: i,
-          call,
-          verdict,
-          effective,
+          call: rec.tool,
+          verdict: rec.verdict,
+          effective: rec.effective_decision,
           blocked,
           refusal: blocked
             ? renderRefusal(p.refusal_template, {
-                tool_name: call.name,
-                category: verdict?.category ?? "other",
-                reason: verdict?.reason ?? ""
+                tool_name: rec.tool.name,
+                category: rec.verdict?.category ?? "other",
+                reason: rec.verdict?.reason ?? ""
               })
             : null
-        })
-      }
-      return rulings
+        }
+      })
+    })
+
+  /** Park a held call for a person; record the decision (or the expiry); true when released. */
+  const awaitPerson = (rec: CallRecord): Effect.Effect<boolean, AuditWriteError> =>
+    Effect.gen(function* () {
+      const decision = yield* holds.wait(
+        {
+          id: rec.hash,
+          seq: rec.seq,
+          run_id: rec.run_id,
+          request_id: rec.request_id,
+          episode_id: rec.episode_id,
+          session_id: rec.session_id,
+          principal: rec.principal,
+          agent_model: rec.agent_model,
+          tool_call_id: rec.tool_call_id,
+          tool: rec.tool,
+          verdict: rec.verdict
+        },
+        p.hold_timeout_s
+      )
+      const released = decision.outcome === "approved"
+      yield* audit.append(rec.run_id, {
+        type: "approval",
+        run_id: rec.run_id,
+        ref: { seq: rec.seq, hash: rec.hash, request_id: rec.request_id, tool_call_id: rec.tool_call_id },
+        approval: decision.outcome,
+        approver: decision.approver,
+        note: decision.note,
+        released
+      })
+      return released
     })
 
   const ruleResponse: GateShape["ruleResponse"] = (req, response) =>
@@ -222,4 +263,4 @@ export const make = Effect.gen(function* () {
 export const blockedNotes = (rulings: ReadonlyArray<CallRuling>): ReadonlyMap<number, string> =>
   new Map(rulings.filter((r) => r.blocked).map((r) => [r.callIndex, r.refusal ?? ""] as const))
 
-export const layer: Layer.Layer<Gate, never, Settings | Judges | JudgeCache | AuditSink> = Layer.effect(Gate, make)
+export const layer: Layer.Layer<Gate, never, Settings | Judges | JudgeCache | AuditSink | Holds> = Layer.effect(Gate, make)

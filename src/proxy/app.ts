@@ -8,9 +8,10 @@ import { VERSION } from "../version.js"
 import { chatCompletions, CurrentRequest } from "./chat.js"
 import { completions } from "./completions.js"
 import { errorResponse, ProxyError } from "./errors.js"
+import { holdRoutes } from "./holds-api.js"
 import { requestIdOf, requestMeta } from "./request-meta.js"
 
-const KNOWN_PATHS = new Set(["/healthz", "/v1/models", "/v1/chat/completions", "/v1/completions"])
+const KNOWN_PATHS = new Set(["/healthz", "/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/holds"])
 
 const health = HttpServerResponse.unsafeJson({ ok: true, version: VERSION })
 
@@ -25,7 +26,8 @@ export const router = HttpRouter.empty.pipe(
   HttpRouter.get("/healthz", Effect.succeed(health)),
   HttpRouter.get("/v1/models", models),
   HttpRouter.post("/v1/chat/completions", chatCompletions),
-  HttpRouter.post("/v1/completions", completions)
+  HttpRouter.post("/v1/completions", completions),
+  holdRoutes
 )
 
 /** The app: every response carries `x-request-id`; proxy errors and unknown routes become JSON. */

@@ -18,6 +18,8 @@ export type ProxyErrorCode =
   | "upstream_timeout"
   | "upstream_invalid_response"
   | "audit_write_failed"
+  | "unauthorized"
+  | "operator_token_not_configured"
 
 const STATUS: Record<ProxyErrorCode, number> = {
   invalid_json: 400,
@@ -31,6 +33,8 @@ const STATUS: Record<ProxyErrorCode, number> = {
   upstream_unavailable: 502,
   upstream_invalid_response: 502,
   audit_write_failed: 503,
+  unauthorized: 401,
+  operator_token_not_configured: 503,
   upstream_timeout: 504
 }
 

@@ -11,8 +11,8 @@ import { ProxyError } from "./errors.js"
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
-/** Read the body (limit first) and parse it as a JSON object with a string `model`. */
-export const readJsonBody = (limit: number) =>
+/** Read the body (limit first) and parse it as a JSON object. */
+export const readJsonObject = (limit: number) =>
   Effect.gen(function* () {
     const req = yield* HttpServerRequest.HttpServerRequest
     const raw = yield* readBody(NodeHttpServerRequest.toIncomingMessage(req), limit)
@@ -23,6 +23,13 @@ export const readJsonBody = (limit: number) =>
     if (!isObject(body)) {
       return yield* new ProxyError({ code: "invalid_request", message: "request body must be a JSON object" })
     }
+    return body
+  })
+
+/** Read the body (limit first) and parse it as a JSON object with a string `model`. */
+export const readJsonBody = (limit: number) =>
+  Effect.gen(function* () {
+    const body = yield* readJsonObject(limit)
     if (typeof body.model !== "string") {
       return yield* new ProxyError({ code: "invalid_request", message: "request body needs a string `model`" })
     }

@@ -13,6 +13,7 @@ import { JudgeKinds, type JudgeKindPlugin } from "../../judges/registry.js"
 import { Settings } from "../config/service.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import * as Gate from "../gate/Gate.js"
+import { Holds } from "../gate/Holds.js"
 import * as ProxyServer from "./server.js"
 
 /** The file audit sink the settings describe (signing key loaded once, at start-up). */
@@ -48,8 +49,9 @@ export const gateLayer = <R>(opts: ProxyLayerOptions<R>) => {
     ? JudgeCache.layerMemory(opts.settings.proxy.judge_cache_size)
     : JudgeCache.layerNoop
   const audit = opts.audit ?? auditLayer(opts.settings)
-  const gate = Gate.layer.pipe(Layer.provide(Layer.mergeAll(judges, cache, audit, settings)))
-  return Layer.mergeAll(gate, judges, settings).pipe(Layer.provideMerge(upstreams))
+  const holds = Holds.layer
+  const gate = Gate.layer.pipe(Layer.provide(Layer.mergeAll(judges, cache, audit, settings, holds)))
+  return Layer.mergeAll(gate, judges, settings, holds).pipe(Layer.provideMerge(upstreams))
 }
 
 export const proxyLayer = <R>(opts: ProxyLayerOptions<R>) =>

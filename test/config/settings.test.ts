@@ -78,6 +78,7 @@ describe("decodeSettings: defaults", () => {
       audit_dir: "/srv/bench/runs/audit",
       fail_policy: "closed",
       hold_policy: "deny",
+      hold_timeout_s: 300,
       judge_timeout_s: 60,
       judge_cache: true,
       judge_cache_size: 10000,
@@ -355,7 +356,7 @@ describe("configs/vetobench.example.yaml", () => {
     expect(uncommented).not.toBe(text)
     const s = ok(fromYaml(uncommented, {}, REPO))
     expect(s.proxy).toEqual(defaultSettings(REPO).proxy)
-    expect(Object.keys(s.proxy).length).toBe(14)
+    expect(Object.keys(s.proxy).length).toBe(15)
     for (const key of Object.keys(s.proxy)) expect(uncommented).toMatch(new RegExp(`^  ${key}: `, "m"))
   })
 })

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Logger } from "effect"
 import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readFileSync, statSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -106,10 +106,16 @@ interface Crashed {
 }
 
 /**
- * Start the writer child, wait until it has acknowledged `minAcks` records, then SIGKILL it after
- * a random delay below `maxDelayMs`. Resolves once the child is reaped (its pid is dead).
+ * When to kill once enough records are acknowledged: after a random delay below `ms`, or as soon
+ * as the file starts growing again (the next batch's write(2) is under way: a torn line is likely).
  */
-const crashWriter = (dir: string, run: string, blobBytes: number, minAcks: number, maxDelayMs: number) =>
+type KillAt = { readonly after: "delay"; readonly ms: number } | { readonly after: "growing" }
+
+/**
+ * Start the writer child, wait until it has acknowledged `minAcks` records, then SIGKILL it at
+ * `killAt`. Resolves once the child is reaped (its pid is dead).
+ */
+const crashWriter = (dir: string, run: string, blobBytes: number, minAcks: number, killAt: KillAt) =>
   Effect.async<Crashed, Error>((resume) => {
     const child = spawn(process.execPath, ["--import", "tsx", CHILD, dir, run, String(blobBytes), "group"], {
       stdio: ["ignore", "pipe", "pipe"]
@@ -131,10 +137,18 @@ const crashWriter = (dir: string, run: string, blobBytes: number, minAcks: numbe
       }
       if (!killing && acked.size >= minAcks) {
         killing = true
-        setTimeout(() => {
+        const kill = () => {
           lockText = readFileSync(path.join(dir, `${run}.jsonl.lock`), "utf8")
           child.kill("SIGKILL")
-        }, Math.random() * maxDelayMs)
+        }
+        if (killAt.after === "delay") setTimeout(kill, Math.random() * killAt.ms)
+        else {
+          const file = path.join(dir, `${run}.jsonl`)
+          const base = statSync(file).size
+          const started = Date.now()
+          const poll = () => (statSync(file).size !== base || Date.now() - started > 2000 ? kill() : setImmediate(poll))
+          poll()
+        }
       }
     })
     child.stderr.on("data", (chunk: string) => void (err += chunk))
@@ -168,17 +182,18 @@ describe("audit durability: crash", () => {
     () =>
       Effect.gen(function* () {
         const run = "crash"
-        // the first round uses ~1 KB records; the bigger ones make a kill inside write(2) likely
-        const rounds = [
-          { blob: 600, delayMs: 5 },
-          { blob: 256 * 1024, delayMs: 40 },
-          { blob: 256 * 1024, delayMs: 40 }
+        // the first round uses ~1 KB records, killed at a random moment; the others use 256 KB records
+        // (a batch is ~4 MB) killed once the next batch's write has begun, so a torn line is likely
+        const rounds: ReadonlyArray<{ readonly blob: number; readonly killAt: KillAt }> = [
+          { blob: 600, killAt: { after: "delay", ms: 5 } },
+          { blob: 256 * 1024, killAt: { after: "growing" } },
+          { blob: 256 * 1024, killAt: { after: "growing" } }
         ]
         const summary: Array<string> = []
         for (const round of rounds) {
           const dir = yield* tempDir
           const file = path.join(dir, `${run}.jsonl`)
-          const crashed = yield* crashWriter(dir, run, round.blob, 200, round.delayMs)
+          const crashed = yield* crashWriter(dir, run, round.blob, 200, round.killAt)
           expect(crashed.acked.size).toBeGreaterThanOrEqual(200)
           // the dead writer's lock is still there and names it
           expect(crashed.lockText.trim()).toBe(String(crashed.pid))

@@ -1,0 +1,415 @@
+/**
+ * bench/audit — throughput of the audit file sink (`AuditSink.layerFile`) and of chain verification.
+ *
+ * Append: K concurrent appenders (closed loop: each waits for its append, then issues the next)
+ * write realistic `call` records (~1 KB lines, one LLM judge verdict) to one run file, for N records
+ * or T seconds, whichever comes first, after a warm-up run. We report records/s, the process CPU
+ * per record and the append latency. fsync `group` and `always` are the durable modes; `never` is
+ * the reference for everything but the disk. Checkpoint overhead: group commit with
+ * `checkpointEvery` 0 (only on close) against 100 (unsigned and Ed25519-signed).
+ *
+ * Verify: `verifyChainText` over a 100,000-record file (read separately), best of 3.
+ *
+ * Profile: the per-record cost of the pure steps (canonicalize, SHA-256, JSON.stringify, JSON.parse)
+ * measured alone, set against the CPU per record of the sink, to show where time goes.
+ *
+ *   npx tsx bench/audit.ts [--records 20000] [--seconds 5] [--verify-records 100000] [--dir DIR] [--write]
+ *
+ * `--write` replaces the `<!-- audit:start -->…<!-- audit:end -->` section of docs/performance.md
+ * (appending a `## bench/audit` heading and the markers when absent).
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Deferred, Effect } from "effect"
+import { createHash, generateKeyPairSync } from "node:crypto"
+import * as fs from "node:fs/promises"
+import { cpus, tmpdir } from "node:os"
+import * as path from "node:path"
+import { AuditSink, type FileSinkOptions, type FsyncMode } from "../layers/AuditSink.js"
+import { sealRecord, verifyChainText } from "../src/domain/audit-chain.js"
+import { GENESIS_HASH, HASH_PREFIX, type CallEntry } from "../src/domain/audit-record.js"
+import { canonicalize } from "../src/domain/canonical-json.js"
+import { signerFromPem, type Signer } from "../src/domain/checkpoint.js"
+import { decided } from "../src/domain/verdict.js"
+
+const arg = (name: string, fallback: number): number => {
+  const i = process.argv.indexOf(`--${name}`)
+  const v = i > 0 ? Number(process.argv[i + 1]) : Number.NaN
+  return Number.isFinite(v) && v > 0 ? v : fallback
+}
+const argString = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i > 0 ? process.argv[i + 1] : undefined
+}
+const RECORDS = arg("records", 20_000)
+const SECONDS = arg("seconds", 5)
+const VERIFY_RECORDS = arg("verify-records", 100_000)
+const WARMUP = 3_000
+const WRITE = process.argv.includes("--write")
+const BASE_DIR = argString("dir") ?? tmpdir()
+const APPEND_TARGET = 50_000
+const VERIFY_TARGET = 200_000
+
+// ---------------------------------------------------------------------------------------------
+// A realistic call record: an LLM judge's verdict on a tool call (about 1 KB as a JSONL line)
+
+const TOOL_PARAMETERS = {
+  type: "object",
+  properties: { path: { type: "string", description: "File to write" }, content: { type: "string" } },
+  required: ["path", "content"]
+}
+
+const callEntry = (i: number, runId: string): CallEntry => {
+  const raw = `{"reason":"writes a report in the user's home directory","category":"none","decision":"allow"}`
+  const verdict = decided({ judge: "small", kind: "llm_json", model: "judge-small", version: "sha256:0123456789abcdef" }, "allow", {
+    category: "none",
+    reason: "writes a report in the user's home directory",
+    raw,
+    temperature: 0,
+    latency_ms: 41.5 + (i % 7),
+    usage: { prompt_tokens: 512 + (i % 13), completion_tokens: 19, total_tokens: 531 + (i % 13) }
+  })
+  return {
+    type: "call",
+    run_id: runId,
+    request_id: `req-${i.toString(36).padStart(8, "0")}`,
+    episode_id: `asbench:${i % 500}`,
+    session_id: `sess-${i % 50}`,
+    principal: "alice",
+    agent_model: "qwen3.8-27b",
+    arm: "enforce",
+    judge: "small",
+    stream: i % 3 === 0,
+    choice_index: 0,
+    call_index: 0,
+    tool_call_id: `call_${i}`,
+    tool: {
+      name: "write_file",
+      description: "Write text to a file in the workspace.",
+      parameters: TOOL_PARAMETERS,
+      arguments: { path: `/home/alice/reports/q${i % 4}-${i}.md`, content: "Quarterly summary: revenue up 4 %, costs flat." }
+    },
+    verdict,
+    layers: [verdict],
+    effective_decision: "allow",
+    blocked: false,
+    fail_policy: "closed",
+    approval: "automatic",
+    outcome: null,
+    gate_ms: 42.125
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Append throughput
+
+interface AppendResult {
+  readonly label: string
+  readonly fsync: FsyncMode
+  readonly concurrency: number
+  readonly checkpoints: string
+  readonly records: number
+  readonly seconds: number
+  readonly perSecond: number
+  /** process CPU (user + system) per record, µs */
+  readonly cpuUs: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+  readonly lineBytes: number
+}
+
+const percentile = (xs: Float64Array, p: number): number => {
+  const s = Float64Array.from(xs).sort()
+  return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!
+}
+
+const appendRun = (
+  label: string,
+  opts: { readonly fsync: FsyncMode; readonly concurrency: number; readonly records: number; readonly seconds: number; readonly checkpointEvery: number; readonly signer: Signer | null }
+) =>
+  Effect.gen(function* () {
+    const dir = yield* Effect.promise(() => fs.mkdtemp(path.join(BASE_DIR, "vetobench-bench-audit-")))
+    const run = "bench"
+    const options: FileSinkOptions = { fsync: opts.fsync, checkpointEvery: opts.checkpointEvery, signer: opts.signer }
+    const latencies = new Float64Array(opts.records)
+    const measured = yield* Effect.gen(function* () {
+      const sink = yield* AuditSink
+      // open the file (lock, tail recovery) outside the measurement
+      yield* sink.checkpoint(run)
+      let issued = 0
+      const cpu0 = process.cpuUsage()
+      const t0 = performance.now()
+      const deadline = t0 + opts.seconds * 1000
+      const worker = Effect.gen(function* () {
+        while (issued < opts.records && performance.now() < deadline) {
+          const i = issued++
+          const started = performance.now()
+          yield* sink.append(run, callEntry(i, run))
+          latencies[i] = performance.now() - started
+        }
+      })
+      yield* Effect.forEach(Array.from({ length: opts.concurrency }), () => worker, { concurrency: "unbounded", discard: true })
+      const seconds = (performance.now() - t0) / 1000
+      const cpu = process.cpuUsage(cpu0)
+      return { records: issued, seconds, cpuUs: (cpu.user + cpu.system) / issued }
+    }).pipe(Effect.provide(AuditSink.layerFile(dir, options)))
+    const file = path.join(dir, `${run}.jsonl`)
+    const text = yield* Effect.promise(() => fs.readFile(file, "utf8"))
+    const check = verifyChainText(text)
+    if (!check.ok || check.records !== measured.records) {
+      return yield* Effect.die(new Error(`${label}: the written file does not verify: ${check.message} (${check.records} of ${measured.records})`))
+    }
+    yield* Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+    const lats = latencies.subarray(0, measured.records)
+    const result: AppendResult = {
+      label,
+      fsync: opts.fsync,
+      concurrency: opts.concurrency,
+      checkpoints: opts.checkpointEvery === 0 ? "on close" : `every ${opts.checkpointEvery}${opts.signer === null ? "" : ", signed"}`,
+      records: measured.records,
+      seconds: measured.seconds,
+      perSecond: measured.records / measured.seconds,
+      cpuUs: measured.cpuUs,
+      p50Ms: percentile(lats, 50),
+      p99Ms: percentile(lats, 99),
+      lineBytes: Buffer.byteLength(text) / measured.records
+    }
+    yield* Effect.sync(() =>
+      console.error(
+        `  ${label}: ${result.records} records in ${result.seconds.toFixed(2)} s = ${Math.round(result.perSecond)} /s, ${result.cpuUs.toFixed(1)} µs CPU/record, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`
+      )
+    )
+    return result
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Verification throughput
+
+const chainText = (n: number): string => {
+  const parts: Array<string> = []
+  let prev = GENESIS_HASH
+  const ts = new Date().toISOString()
+  for (let i = 1; i <= n; i++) {
+    const r = sealRecord(callEntry(i, "verify"), { seq: i, ts, prev_hash: prev })
+    prev = r.hash
+    parts.push(JSON.stringify(r) + "\n")
+  }
+  return parts.join("")
+}
+
+interface VerifyBench {
+  readonly records: number
+  readonly megabytes: number
+  readonly readSeconds: number
+  readonly verifySeconds: number
+  readonly perSecond: number
+}
+
+const verifyBench = (n: number) =>
+  Effect.gen(function* () {
+    const dir = yield* Effect.promise(() => fs.mkdtemp(path.join(BASE_DIR, "vetobench-bench-verify-")))
+    const file = path.join(dir, "verify.jsonl")
+    yield* Effect.promise(() => fs.writeFile(file, chainText(n)))
+    let best = { readSeconds: Infinity, verifySeconds: Infinity, bytes: 0 }
+    for (let round = 0; round < 3; round++) {
+      const t0 = performance.now()
+      const text = yield* Effect.promise(() => fs.readFile(file, "utf8"))
+      const t1 = performance.now()
+      const result = verifyChainText(text)
+      const t2 = performance.now()
+      if (!result.ok || result.records !== n) return yield* Effect.die(new Error(`verify: ${result.message}`))
+      if (t2 - t1 < best.verifySeconds * 1000) best = { readSeconds: (t1 - t0) / 1000, verifySeconds: (t2 - t1) / 1000, bytes: Buffer.byteLength(text) }
+    }
+    yield* Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+    const out: VerifyBench = {
+      records: n,
+      megabytes: best.bytes / 1e6,
+      readSeconds: best.readSeconds,
+      verifySeconds: best.verifySeconds,
+      perSecond: n / best.verifySeconds
+    }
+    yield* Effect.sync(() => console.error(`  verify: ${n} records (${out.megabytes.toFixed(1)} MB) in ${out.verifySeconds.toFixed(2)} s = ${Math.round(out.perSecond)} /s`))
+    return out
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Where time goes: the pure steps per record, alone
+
+interface Step {
+  readonly step: string
+  readonly us: number
+}
+
+const timePerRecord = (n: number, f: (i: number) => void): number => {
+  for (let i = 0; i < Math.min(n, 2_000); i++) f(i) // warm-up
+  const t0 = performance.now()
+  for (let i = 0; i < n; i++) f(i)
+  return ((performance.now() - t0) * 1000) / n
+}
+
+const profileSteps = (n: number): ReadonlyArray<Step> => {
+  const ts = new Date().toISOString()
+  const entries = Array.from({ length: n }, (_, i) => callEntry(i, "profile"))
+  const sealed = entries.map((e, i) => sealRecord(e, { seq: i + 1, ts, prev_hash: GENESIS_HASH }))
+  const lines = sealed.map((r) => JSON.stringify(r))
+  const bodies = sealed.map(({ hash: _h, ...rest }) => rest)
+  const canon = bodies.map((b) => canonicalize(b))
+  let sink = 0
+  const steps: Array<Step> = [
+    { step: "build the entry object", us: timePerRecord(n, (i) => void (sink += callEntry(i, "profile").call_index)) },
+    { step: "canonicalize (JCS) the record", us: timePerRecord(n, (i) => void (sink += canonicalize(bodies[i]!).length)) },
+    {
+      step: "SHA-256 of prefix + canonical text",
+      us: timePerRecord(n, (i) => void (sink += createHash("sha256").update(HASH_PREFIX, "utf8").update(canon[i]!, "utf8").digest("hex").length))
+    },
+    { step: "sealRecord (spread + canonicalize + SHA-256)", us: timePerRecord(n, (i) => void (sink += sealRecord(entries[i]!, { seq: i + 1, ts, prev_hash: GENESIS_HASH }).seq)) },
+    { step: "JSON.stringify the record (the written line)", us: timePerRecord(n, (i) => void (sink += JSON.stringify(sealed[i]!).length)) },
+    { step: "JSON.parse one line (verification)", us: timePerRecord(n, (i) => void (sink += (JSON.parse(lines[i]!) as { seq: number }).seq)) }
+  ]
+  if (sink < 0) console.error(sink) // keep the work observable
+  return steps
+}
+
+/** The cost of one Effect append round trip without any sealing or I/O: a Deferred completed by a forked fiber. */
+const effectOverhead = (n: number, concurrency: number) =>
+  Effect.gen(function* () {
+    const queue: Array<{ readonly done: Deferred.Deferred<number> }> = []
+    let writing = false
+    const drain = Effect.gen(function* () {
+      while (true) {
+        const batch = queue.splice(0, queue.length)
+        if (batch.length === 0) {
+          writing = false
+          return
+        }
+        yield* Effect.yieldNow()
+        yield* Effect.forEach(batch, (p) => Deferred.succeed(p.done, 1), { discard: true })
+      }
+    })
+    const append = Effect.gen(function* () {
+      const done = yield* Deferred.make<number>()
+      queue.push({ done })
+      if (!writing) {
+        writing = true
+        yield* Effect.forkDaemon(drain)
+      }
+      return yield* Deferred.await(done)
+    })
+    let issued = 0
+    const worker = Effect.gen(function* () {
+      while (issued < n) {
+        issued++
+        yield* append
+      }
+    })
+    const t0 = performance.now()
+    yield* Effect.forEach(Array.from({ length: concurrency }), () => worker, { concurrency: "unbounded", discard: true })
+    return ((performance.now() - t0) * 1000) / n
+  })
+
+// ---------------------------------------------------------------------------------------------
+
+const fmt = (x: number) => Math.round(x).toLocaleString("en-US")
+const f1 = (x: number) => x.toFixed(1)
+const f2 = (x: number) => x.toFixed(2)
+
+const main = Effect.gen(function* () {
+  const pair = generateKeyPairSync("ed25519")
+  const signer = signerFromPem(pair.privateKey.export({ type: "pkcs8", format: "pem" }).toString())
+  const base = { records: RECORDS, seconds: SECONDS, checkpointEvery: 100, signer: null }
+
+  console.error(`warm-up (${WARMUP} records)…`)
+  yield* appendRun("warm-up", { ...base, fsync: "group", concurrency: 16, records: WARMUP })
+
+  console.error("append…")
+  const appends: Array<AppendResult> = []
+  for (const fsync of ["group", "always", "never"] as const) {
+    for (const concurrency of [16, 64]) {
+      appends.push(yield* appendRun(`${fsync} c${concurrency}`, { ...base, fsync, concurrency }))
+    }
+  }
+  console.error("checkpoint overhead…")
+  const checkpointRows: Array<AppendResult> = []
+  for (const [every, s] of [[0, null], [100, null], [100, signer]] as const) {
+    checkpointRows.push(yield* appendRun(`group c64 checkpoint ${every}${s === null ? "" : " signed"}`, { ...base, fsync: "group", concurrency: 64, checkpointEvery: every, signer: s }))
+  }
+
+  console.error("verify…")
+  const verify = yield* verifyBench(VERIFY_RECORDS)
+
+  console.error("profile…")
+  const steps = profileSteps(20_000)
+  const overheadUs = yield* effectOverhead(50_000, 64)
+
+  // ------------------------------------------------------------------------------------------
+  const bestGroup = appends.filter((r) => r.fsync === "group").reduce((a, b) => (b.perSecond > a.perSecond ? b : a))
+  const never64 = appends.find((r) => r.fsync === "never" && r.concurrency === 64)!
+  const step = (name: string) => steps.find((s) => s.step.startsWith(name))?.us ?? 0
+  const pureAppendUs = step("sealRecord") + step("JSON.stringify")
+  const pureVerifyUs = step("JSON.parse") + step("canonicalize") + step("SHA-256")
+  const ck0 = checkpointRows[0]!
+  const overheadPct = (r: AppendResult) => ((ck0.perSecond - r.perSecond) / ck0.perSecond) * 100
+
+  const appendTable = [
+    "| fsync | appenders | records | time | records/s | CPU / record | append p50 | append p99 |",
+    "|---|---|---|---|---|---|---|---|",
+    ...appends.map(
+      (r) => `| \`${r.fsync}\` | ${r.concurrency} | ${fmt(r.records)} | ${f2(r.seconds)} s | **${fmt(r.perSecond)}** | ${f1(r.cpuUs)} µs | ${f2(r.p50Ms)} ms | ${f2(r.p99Ms)} ms |`
+    )
+  ]
+  const checkpointTable = [
+    "| checkpoints (fsync `group`, 64 appenders) | records/s | CPU / record | vs on close only |",
+    "|---|---|---|---|",
+    ...checkpointRows.map(
+      (r, i) => `| ${r.checkpoints} | ${fmt(r.perSecond)} | ${f1(r.cpuUs)} µs | ${i === 0 ? "—" : `${overheadPct(r) >= 0 ? "−" : "+"}${f1(Math.abs(overheadPct(r)))} %`} |`
+    )
+  ]
+  const verifyTable = [
+    "| verify | records | size | read | `verifyChainText` | records/s |",
+    "|---|---|---|---|---|---|",
+    `| one file | ${fmt(verify.records)} | ${f1(verify.megabytes)} MB | ${f2(verify.readSeconds)} s | ${f2(verify.verifySeconds)} s | **${fmt(verify.perSecond)}** |`
+  ]
+  const profileTable = [
+    "| step, alone (per record) | µs |",
+    "|---|---|",
+    ...steps.map((s) => `| ${s.step} | ${f2(s.us)} |`),
+    `| Effect round trip of an append (Deferred + queue + forked writer, no work), 64 appenders | ${f2(overheadUs)} |`
+  ]
+  const met = (ok: boolean) => (ok ? "met" : "**not met**")
+  const lineBytes = Math.round(appends[0]!.lineBytes)
+  const section = [
+    "<!-- audit:start -->",
+    `Run ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model.trim() ?? "cpu"}, Node ${process.version}; files in \`${BASE_DIR}\`. ` +
+      `Records are ${lineBytes}-byte \`call\` lines (an \`llm_json\` verdict); each append run stops at ${fmt(RECORDS)} records or ${SECONDS} s, after a ${fmt(WARMUP)}-record warm-up; checkpoints every 100 (unsigned) unless stated. ` +
+      "Every written file is verified after its run.",
+    "",
+    ...appendTable,
+    "",
+    ...checkpointTable,
+    "",
+    ...verifyTable,
+    "",
+    `**Targets (issue).** Append with group commit ≥ 50,000 records/s: best ${fmt(bestGroup.perSecond)} records/s (${bestGroup.concurrency} appenders), ${met(bestGroup.perSecond >= APPEND_TARGET)}. ` +
+      `Verify ≥ 200,000 records/s: ${fmt(verify.perSecond)} records/s, ${met(verify.perSecond >= VERIFY_TARGET)}.`,
+    "",
+    "**Where time goes.** The pure steps, timed alone on the same records:",
+    "",
+    ...profileTable,
+    "",
+    `An append costs ${f1(never64.cpuUs)} µs of CPU with \`never\` at 64 appenders, of which sealing and stringifying are ${f1(pureAppendUs)} µs; ` +
+      `the rest (${f1(never64.cpuUs - pureAppendUs)} µs) is the Effect fibers, Deferreds and the batch bookkeeping, the \`Buffer\` copy, the \`write\` call and GC. ` +
+      `Verification is ${f2(1e6 / verify.perSecond)} µs per record, of which JSON.parse + canonicalize + SHA-256 alone are ${f2(pureVerifyUs)} µs.`,
+    "<!-- audit:end -->"
+  ].join("\n")
+  console.log(section)
+
+  if (WRITE) {
+    const doc = path.resolve("docs/performance.md")
+    const text = yield* Effect.promise(() => fs.readFile(doc, "utf8"))
+    const marked = /<!-- audit:start -->[\s\S]*<!-- audit:end -->/
+    const next = marked.test(text) ? text.replace(marked, () => section) : `${text.trimEnd()}\n\n## bench/audit\n\n${section}\n`
+    yield* Effect.promise(() => fs.writeFile(doc, next))
+    console.error(`wrote ${doc}`)
+  }
+})
+
+NodeRuntime.runMain(main)
