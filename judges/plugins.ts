@@ -4,6 +4,7 @@ import { guardPlugin } from "./guard.js"
 import { llmJsonPlugin } from "./llm-json.js"
 import { layeredPlugin } from "./layered.js"
 import { pluginKindPlugin } from "./plugin.js"
+import { rulePlugin } from "./rule/kind.js"
 import { staticPlugin } from "./static.js"
 import { toolgatePlugin } from "./toolgate.js"
 
@@ -13,6 +14,7 @@ export const defaultPlugins = [
   guardPlugin,
   classifierPlugin,
   toolgatePlugin,
+  rulePlugin,
   layeredPlugin,
   pluginKindPlugin
 ] as const
