@@ -20,8 +20,6 @@
  */
 
 export interface Prng {
-  /** the seed this generator was made from */
-  readonly seed: number
   nextUint32(): number
   nextFloat(): number
   int(n: number): number
@@ -47,15 +45,26 @@ const splitmix32 = (state: number): readonly [number, number] => {
   return [next, z >>> 0]
 }
 
+/** The generator seeded from a 32-bit seed (via splitmix32). */
 export const makePrng = (seed: number): Prng => {
   if (!isValidSeed(seed)) throw new RangeError(`PRNG seed must be an integer in [0, ${MAX_SEED}], got ${seed}`)
-  const s = new Uint32Array(4)
+  const state: Array<number> = []
   let sm = seed | 0
   for (let i = 0; i < 4; i++) {
     const [next, out] = splitmix32(sm)
     sm = next
-    s[i] = out
+    state.push(out)
   }
+  return fromState(state)
+}
+
+/**
+ * The generator started from an explicit xoshiro128** state (four 32-bit words, not all zero).
+ * For checking against the reference implementation's vectors; use `makePrng` otherwise.
+ */
+export const fromState = (state: ReadonlyArray<number>): Prng => {
+  const s = Uint32Array.from(state)
+  if (s.length !== 4 || s.every((w) => w === 0)) throw new RangeError("xoshiro128** needs four state words, not all zero")
 
   const nextUint32 = (): number => {
     const s0 = s[0]!, s1 = s[1]!, s2 = s[2]!, s3 = s[3]!
@@ -96,5 +105,5 @@ export const makePrng = (seed: number): Prng => {
     return xs
   }
 
-  return { seed, nextUint32, nextFloat, int, shuffle }
+  return { nextUint32, nextFloat, int, shuffle }
 }

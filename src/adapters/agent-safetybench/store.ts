@@ -1,0 +1,124 @@
+/**
+ * Resumable result files: append-only JSONL (one write + fsync per record, serialised; a torn last
+ * line is cut off when the file is opened), JSONL reading (last line per id wins) and atomic JSON
+ * writes (temp file + rename).
+ */
+import { Data, Effect, type Scope } from "effect"
+import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
+
+export class StoreError extends Data.TaggedError("StoreError")<{ readonly file: string; readonly reason: string }> {
+  override get message(): string {
+    return `${this.file}: ${this.reason}`
+  }
+}
+
+const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/**
+ * The JSON objects of a JSONL file, in file order; [] when the file does not exist. Blank lines
+ * and unreadable lines (a torn last line after a crash) are skipped.
+ */
+export const readJsonl = (file: string): Effect.Effect<Array<Record<string, unknown>>, StoreError> =>
+  Effect.try({
+    try: () => (fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""),
+    catch: (e) => new StoreError({ file, reason: `cannot read: ${reasonOf(e)}` })
+  }).pipe(
+    Effect.map((text) => {
+      const out: Array<Record<string, unknown>> = []
+      for (const line of text.split("\n")) {
+        if (line.trim() === "") continue
+        try {
+          const v: unknown = JSON.parse(line)
+          if (isRecord(v)) out.push(v)
+        } catch {
+          // a torn line: the record was never acknowledged, so it is re-done
+        }
+      }
+      return out
+    })
+  )
+
+/** Last record per numeric `id` (file order: later lines win). */
+export const lastById = (records: ReadonlyArray<Record<string, unknown>>): Map<number, Record<string, unknown>> => {
+  const byId = new Map<number, Record<string, unknown>>()
+  for (const r of records) if (typeof r.id === "number") byId.set(r.id, r)
+  return byId
+}
+
+export interface Appender {
+  /** one line, one write, one fsync; concurrent calls are serialised */
+  readonly append: (record: unknown) => Effect.Effect<void, StoreError>
+}
+
+/** Cut an unterminated last line (a write interrupted by a crash) so the next append starts clean. */
+const truncateTornTail = (file: string) => {
+  if (!fs.existsSync(file)) return
+  const buf = fs.readFileSync(file)
+  if (buf.length === 0 || buf[buf.length - 1] === 0x0a) return
+  const lastNewline = buf.lastIndexOf(0x0a)
+  fs.truncateSync(file, lastNewline + 1)
+}
+
+/** Open `file` for appending (directories created) for the life of the scope. */
+export const openAppender = (file: string): Effect.Effect<Appender, StoreError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const handle = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          await fsp.mkdir(path.dirname(file), { recursive: true })
+          truncateTornTail(file)
+          return fsp.open(file, "a")
+        },
+        catch: (e) => new StoreError({ file, reason: `cannot open for appending: ${reasonOf(e)}` })
+      }),
+      (h) => Effect.promise(() => h.close()).pipe(Effect.ignore)
+    )
+    const lock = yield* Effect.makeSemaphore(1)
+    return {
+      append: (record) =>
+        lock.withPermits(1)(
+          // not interruptible: a line is written whole (or, after a crash, cut on the next open)
+          Effect.uninterruptible(
+            Effect.tryPromise({
+              try: async () => {
+                await handle.write(`${JSON.stringify(record)}\n`)
+                await handle.datasync()
+              },
+              catch: (e) => new StoreError({ file, reason: `cannot append: ${reasonOf(e)}` })
+            })
+          )
+        )
+    }
+  })
+
+/** Write `text` to `file` atomically (temp file in the same directory, fsync, rename). */
+export const writeFileAtomic = (file: string, text: string): Effect.Effect<void, StoreError> =>
+  Effect.tryPromise({
+    try: async () => {
+      await fsp.mkdir(path.dirname(file), { recursive: true })
+      const tmp = `${file}.tmp-${process.pid}`
+      const h = await fsp.open(tmp, "w")
+      try {
+        await h.writeFile(text, "utf8")
+        await h.datasync()
+      } finally {
+        await h.close()
+      }
+      await fsp.rename(tmp, file)
+    },
+    catch: (e) => new StoreError({ file, reason: `cannot write: ${reasonOf(e)}` })
+  })
+
+/** Read and parse a JSON file. */
+export const readJsonFile = (file: string): Effect.Effect<unknown, StoreError> =>
+  Effect.try({
+    try: () => JSON.parse(fs.readFileSync(file, "utf8")) as unknown,
+    catch: (e) => {
+      const code = isRecord(e) && typeof e.code === "string" ? e.code : undefined
+      return new StoreError({ file, reason: code === "ENOENT" ? "not found" : `cannot read: ${reasonOf(e)}` })
+    }
+  })
