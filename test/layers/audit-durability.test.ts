@@ -143,11 +143,14 @@ const crashWriter = (dir: string, run: string, blobBytes: number, minAcks: numbe
         }
         if (killAt.after === "delay") setTimeout(kill, Math.random() * killAt.ms)
         else {
+          // a tight synchronous poll (blocks this process for the few ms until the write starts)
           const file = path.join(dir, `${run}.jsonl`)
           const base = statSync(file).size
           const started = Date.now()
-          const poll = () => (statSync(file).size !== base || Date.now() - started > 2000 ? kill() : setImmediate(poll))
-          poll()
+          while (statSync(file).size === base && Date.now() - started < 2000) {
+            // spin
+          }
+          kill()
         }
       }
     })

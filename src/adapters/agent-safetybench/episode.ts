@@ -1,0 +1,211 @@
+/**
+ * One Agent-SafetyBench case (port of `evaluation/eval.py`, benchmarks.md §2.4/§5.1, reference
+ * §8.1):
+ *
+ * - messages = [system: the benchmark's own prompt] + (`dialog` if the case has one, else
+ *   [user: instruction]); tools = the case's env specs from the bridge, each wrapped
+ *   `{type: "function", function: spec}` (eval.py's extra function-level `type: object` is not
+ *   added, as in the prior port); `tools` is not sent when there are none.
+ * - At most 10 model calls; every call counts, a step that failed after all retries just uses its
+ *   round. A tool call: only the first call of `choices[0]` runs (in the bridge, with the
+ *   benchmark's dispatch and `call_tool`); the assistant turn is stored with the arguments as
+ *   Python re-serialises them and without a `content` key, followed by the tool message. A text
+ *   answer ends the episode.
+ * - Status: `ok` (a non-blank final answer), `exceeded` (no answer after 10 rounds; kept and
+ *   scored), `error` (reported, never dropped): a blank or missing final answer, tool-call
+ *   arguments that are not JSON, an environment the benchmark cannot create, a 4xx from the proxy.
+ *
+ * Bad arguments JSON: eval.py's `json.loads` raises and the whole case is an error
+ * (benchmarks.md §2.4, §5.1 item 7, "faithful"); the prior port skipped the round instead
+ * (reference §8.1). We follow eval.py: the case ends with status `error`, its messages so far
+ * kept in `output` and the reason in `vetobench.error`.
+ */
+import { Effect, Either } from "effect"
+import type { BridgeError, BridgeSession, CaseEnvironment } from "../../../layers/PythonBridge.js"
+import type { CaseError, ChatFn, Message } from "./client.js"
+
+export const MAX_ROUNDS = 10
+
+/** A case of `released_data.json`: an integer id and whatever else the benchmark put in it. */
+export interface AsbenchCase {
+  readonly id: number
+  readonly [key: string]: unknown
+}
+
+export type EpisodeStatus = "ok" | "exceeded" | "error"
+
+export interface RunInfo {
+  readonly status: EpisodeStatus
+  readonly rounds: number
+  readonly blocked_calls: number
+  /** the route sent to the proxy (`model@arm:judge`) */
+  readonly model: string
+  readonly run_id: string
+  /** why the case is an error */
+  readonly error?: string
+}
+
+/** The case plus `output` (every message incl. the system prompt) plus `vetobench`. */
+export type AsbenchRecord = AsbenchCase & { readonly output: ReadonlyArray<Message>; readonly vetobench: RunInfo }
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** A case object with an integer id, else why not. */
+export const decodeCase = (raw: unknown): Either.Either<AsbenchCase, string> => {
+  if (!isRecord(raw)) return Either.left("a case is not an object")
+  const id = raw.id
+  if (typeof id !== "number" || !Number.isSafeInteger(id)) return Either.left(`a case has no integer id (${JSON.stringify(id) ?? "none"})`)
+  return Either.right({ ...raw, id })
+}
+
+/** The case record with the run info attached (key order: case, output, vetobench). */
+export const makeRecord = (c: AsbenchCase, output: ReadonlyArray<Message>, info: RunInfo): AsbenchRecord => ({
+  ...c,
+  output,
+  vetobench: info
+})
+
+/** An error record for a case that never got going (or whose episode failed outside the loop). */
+export const errorRecord = (
+  c: AsbenchCase,
+  meta: { readonly route: string; readonly runId: string },
+  error: string,
+  output: ReadonlyArray<Message> = []
+): AsbenchRecord =>
+  makeRecord(c, output, { status: "error", rounds: 0, blocked_calls: 0, model: meta.route, run_id: meta.runId, error })
+
+/** The conversation start: system prompt, then the case's dialog or its instruction. */
+export const initialMessages = (c: AsbenchCase, systemPrompt: string): Either.Either<Array<Message>, string> => {
+  const system: Message = { role: "system", content: systemPrompt }
+  if (Object.hasOwn(c, "dialog")) {
+    const dialog = c.dialog
+    if (!Array.isArray(dialog) || !dialog.every(isRecord)) return Either.left("`dialog` is not a list of messages")
+    return Either.right([system, ...dialog])
+  }
+  if (typeof c.instruction !== "string") return Either.left("the case has neither `dialog` nor a string `instruction`")
+  return Either.right([system, { role: "user", content: c.instruction }])
+}
+
+/** The case's `environments` as the bridge takes them. */
+export const caseEnvironments = (c: AsbenchCase): Either.Either<ReadonlyArray<CaseEnvironment>, string> => {
+  const envs = c.environments ?? []
+  if (!Array.isArray(envs)) return Either.left("`environments` is not a list")
+  const out: Array<CaseEnvironment> = []
+  for (const [i, e] of envs.entries()) {
+    if (!isRecord(e) || typeof e.name !== "string") return Either.left(`environments[${i}] has no name`)
+    const tools = e.tools ?? []
+    if (!Array.isArray(tools) || !tools.every((t) => typeof t === "string")) return Either.left(`environments[${i}].tools is not a list of names`)
+    out.push({ ...e, name: e.name, tools })
+  }
+  return Either.right(out)
+}
+
+/** The first tool call of an assistant message, if it has any. */
+export interface FirstCall {
+  readonly id: unknown
+  readonly name: string
+  /** the raw `function.arguments` text ("" when absent) */
+  readonly arguments: string
+}
+
+export const firstToolCall = (message: Readonly<Record<string, unknown>>): FirstCall | undefined => {
+  const calls = message.tool_calls
+  if (!Array.isArray(calls) || calls.length === 0) return undefined
+  const call: unknown = calls[0]
+  const fn = isRecord(call) && isRecord(call.function) ? call.function : {}
+  const raw = fn.arguments
+  return {
+    id: isRecord(call) ? call.id ?? null : null,
+    name: typeof fn.name === "string" ? fn.name : "",
+    arguments: typeof raw === "string" ? raw : raw === undefined || raw === null ? "" : JSON.stringify(raw)
+  }
+}
+
+/** eval.py's `json.loads(arguments)`, with "" read as `{}`; invalid JSON is the case's error. */
+export const parseArguments = (raw: string): Either.Either<unknown, string> => {
+  if (raw === "") return Either.right({})
+  try {
+    return Either.right(JSON.parse(raw) as unknown)
+  } catch (e) {
+    return Either.left(`tool-call arguments are not valid JSON (${e instanceof Error ? e.message : String(e)}): ${raw.length > 200 ? `${raw.slice(0, 200)}…` : raw}`)
+  }
+}
+
+export interface EpisodeInput {
+  readonly case: AsbenchCase
+  /** `BaseAPI().without_strict_jsonformat_sys_prompt` */
+  readonly systemPrompt: string
+  readonly session: BridgeSession
+  /** one agent step (the client bound to this case's episode id) */
+  readonly chat: ChatFn
+  readonly route: string
+  readonly runId: string
+}
+
+/** Ends the episode early as a case error (the messages so far are kept). */
+class Stop {
+  constructor(readonly reason: string) {}
+}
+
+/**
+ * Run one case. Failures of the case itself (a 4xx, bad arguments, a benchmark refusal) become a
+ * record with status `error`; only a crashed bridge process fails the effect (the runner retries
+ * the case once on a fresh process).
+ */
+export const runEpisode = (input: EpisodeInput): Effect.Effect<AsbenchRecord, BridgeError> =>
+  Effect.suspend(() => {
+    const { case: c, session, chat } = input
+    let messages: Array<Message> = []
+    let rounds = 0
+    let blocked = 0
+    const info = (status: EpisodeStatus, error?: string): RunInfo => ({
+      status,
+      rounds,
+      blocked_calls: blocked,
+      model: input.route,
+      run_id: input.runId,
+      ...(error !== undefined ? { error } : {})
+    })
+
+    const loop = Effect.gen(function*() {
+      const start = initialMessages(c, input.systemPrompt)
+      if (Either.isLeft(start)) return yield* Effect.fail(new Stop(start.left))
+      messages = start.right
+      const envs = caseEnvironments(c)
+      if (Either.isLeft(envs)) return yield* Effect.fail(new Stop(envs.left))
+      const specs = yield* session.openCase(envs.right)
+      const tools: ReadonlyArray<Message> = specs.map((spec) => ({ type: "function", function: spec }))
+
+      while (rounds < MAX_ROUNDS) {
+        const step = yield* chat(messages, tools)
+        rounds += 1
+        if (step._tag === "Failed") continue
+        blocked += step.blocked
+        const call = firstToolCall(step.message)
+        if (call !== undefined) {
+          const args = parseArguments(call.arguments)
+          if (Either.isLeft(args)) return yield* Effect.fail(new Stop(args.left))
+          const result = yield* session.callTool(call.name, args.right)
+          messages.push(
+            { role: "assistant", tool_calls: [{ id: call.id, type: "function", function: { arguments: result.argumentsJson, name: call.name } }] },
+            { role: "tool", content: result.resultJson, tool_call_id: call.id, name: call.name }
+          )
+          continue
+        }
+        const content = step.message.content ?? null
+        messages.push({ role: "assistant", content })
+        const blank = typeof content !== "string" || content.trim() === ""
+        return makeRecord(c, messages, blank ? info("error", "the final answer is empty") : info("ok"))
+      }
+      return makeRecord(c, messages, info("exceeded"))
+    })
+
+    return loop.pipe(
+      Effect.catchAll((e: Stop | CaseError | BridgeError): Effect.Effect<AsbenchRecord, BridgeError> => {
+        if (e instanceof Stop) return Effect.succeed(makeRecord(c, messages, info("error", e.reason)))
+        if (e._tag === "BridgeError" && e.reason === "crashed") return Effect.fail(e)
+        const reason = e._tag === "BridgeError" ? `bridge (${e.reason}): ${e.message}` : e.message
+        return Effect.succeed(makeRecord(c, messages, info("error", reason)))
+      })
+    )
+  })

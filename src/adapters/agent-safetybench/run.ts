@@ -1,0 +1,201 @@
+/**
+ * The Agent-SafetyBench run driver (reference §7.4, §7.8, §7.9, §8.1): one model × variant of an
+ * experiment, through veto-proxy, into `<run_dir>/asbench/<slug(model)>/<variant>/`.
+ *
+ * 1. Health check: `GET <proxy base>/healthz` (5 s); unreachable → one line naming the command
+ *    that starts the proxy.
+ * 2. Cases: `<paths.asbench_dir>/data/released_data.json`, restricted to the split's
+ *    `split_part` ids when the experiment names a split, in dataset order.
+ * 3. Resume: `gen_res.jsonl` — ids whose last line has a status other than `error` are done.
+ * 4. `workers` episodes at once, each on a bridge session of its own; a crashed bridge process
+ *    → the case is retried once on a fresh one; any other failure → an `error` record (a case
+ *    never stops the run). Each finished record is appended to `gen_res.jsonl` (one write + fsync,
+ *    serialised): interrupting loses only the cases in flight, and a re-run neither repeats nor
+ *    loses finished ones.
+ * 5. `gen_res.json`: every done record (earlier ones included) sorted by id, indent 1.
+ */
+import { Data, Effect, Either } from "effect"
+import * as path from "node:path"
+import { request } from "undici"
+import { BridgeError, PythonBridge } from "../../../layers/PythonBridge.js"
+import type { Experiment, Variant } from "../../config/experiment.js"
+import { asbenchRunDir, routeFor, runIdFor } from "../../config/experiment.js"
+import { Settings } from "../../config/service.js"
+import { Progress } from "../../experiment/progress.js"
+import { type ClientOptions, makeProxyClient } from "./client.js"
+import { type AsbenchCase, type AsbenchRecord, decodeCase, errorRecord, runEpisode } from "./episode.js"
+import { readSplit } from "./split.js"
+import { lastById, openAppender, readJsonFile, readJsonl, writeFileAtomic } from "./store.js"
+
+/** The run could not start or could not keep its results: one line for the user. */
+export class AsbenchError extends Data.TaggedError("AsbenchError")<{ readonly message: string }> {}
+
+export interface AsbenchRunOptions {
+  /** client tuning (tests: a few ms of back-off) */
+  readonly client?: Pick<ClientOptions, "attempts" | "baseDelayMs" | "timeoutMs">
+  /** health check deadline, default 5 s */
+  readonly healthTimeoutMs?: number
+}
+
+export interface AsbenchRunSummary {
+  readonly route: string
+  readonly runId: string
+  readonly dir: string
+  /** `gen_res.json` */
+  readonly genRes: string
+  /** cases selected (split part or all) */
+  readonly selected: number
+  /** selected cases already done before this pass */
+  readonly skipped: number
+  /** status counts of the cases run in this pass */
+  readonly ran: { readonly ok: number; readonly exceeded: number; readonly error: number }
+}
+
+export const GEN_RES_JSONL = "gen_res.jsonl"
+export const GEN_RES_JSON = "gen_res.json"
+
+/** `http://h:p/v1/` → `http://h:p` (trailing `/` and `/v1` dropped). */
+export const proxyBase = (proxyUrl: string): string => proxyUrl.replace(/\/+$/, "").replace(/\/v1$/, "")
+
+/** GET `<base>/healthz` within the deadline, else the one-line failure. */
+export const checkProxy = (proxyUrl: string, settingsFile: string, timeoutMs = 5000): Effect.Effect<void, AsbenchError> => {
+  const base = proxyBase(proxyUrl)
+  return Effect.tryPromise({
+    try: async (signal) => {
+      const res = await request(`${base}/healthz`, { method: "GET", signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) })
+      await res.body.dump()
+      if (res.statusCode !== 200) throw new Error(`GET /healthz answered HTTP ${res.statusCode}`)
+    },
+    catch: (e) => {
+      const name = e instanceof Error ? e.name : ""
+      const code = typeof e === "object" && e !== null && "code" in e ? String(e.code) : ""
+      const text = name === "TimeoutError" || name === "AbortError" ? `no answer within ${timeoutMs / 1000}s` : [code, e instanceof Error ? e.message : String(e)].filter((s) => s !== "").join(": ")
+      return new AsbenchError({
+        message: `veto-proxy is not reachable at ${base} (${text}). Start it with: vetobench proxy -c ${settingsFile}`
+      })
+    }
+  })
+}
+
+/** The benchmark's cases in file order, restricted to `ids` when given. */
+export const loadCases = (dataFile: string, ids: ReadonlySet<number> | null): Effect.Effect<ReadonlyArray<AsbenchCase>, AsbenchError> =>
+  readJsonFile(dataFile).pipe(
+    Effect.mapError((e) =>
+      new AsbenchError({
+        message: e.reason === "not found"
+          ? `Agent-SafetyBench data not found: ${dataFile} (set paths.asbench_dir to the benchmark checkout)`
+          : e.message
+      })
+    ),
+    Effect.flatMap((raw) => {
+      if (!Array.isArray(raw)) return Effect.fail(new AsbenchError({ message: `${dataFile}: expected a JSON list of cases` }))
+      const out: Array<AsbenchCase> = []
+      for (const [i, item] of raw.entries()) {
+        const c = decodeCase(item)
+        if (Either.isLeft(c)) return Effect.fail(new AsbenchError({ message: `${dataFile}: case [${i}]: ${c.left}` }))
+        if (ids === null || ids.has(c.right.id)) out.push(c.right)
+      }
+      return Effect.succeed(out)
+    })
+  )
+
+/** The split's part as an id set, or null when the experiment runs every case. */
+const splitIds = (exp: Experiment): Effect.Effect<ReadonlySet<number> | null, AsbenchError> => {
+  const { split, split_part } = exp.agent_safetybench
+  if (split === null) return Effect.succeed(null)
+  return readSplit(split).pipe(
+    Effect.map((s) => new Set(s[split_part])),
+    Effect.mapError((e) => new AsbenchError({ message: e.message }))
+  )
+}
+
+const statusOf = (r: Record<string, unknown>): string | undefined => {
+  const v = r.vetobench
+  return typeof v === "object" && v !== null && "status" in v && typeof v.status === "string" ? v.status : undefined
+}
+
+/** Done records of an earlier pass: the last line per id, unless its status is `error`. */
+export const resumeFrom = (lines: ReadonlyArray<Record<string, unknown>>): Map<number, Record<string, unknown>> => {
+  const done = new Map<number, Record<string, unknown>>()
+  for (const [id, r] of lastById(lines)) if (statusOf(r) !== "error") done.set(id, r)
+  return done
+}
+
+/** `gen_res.json`: records sorted by id, indent 1, non-ASCII kept literally. */
+export const genResJson = (records: Iterable<Record<string, unknown>>): string =>
+  JSON.stringify([...records].sort((a, b) => Number(a.id) - Number(b.id)), null, 1)
+
+const crashed = (e: BridgeError) => e.reason === "crashed"
+
+/** Run (or resume) one model × variant. */
+export const runAsbench = (
+  exp: Experiment,
+  model: string,
+  variant: Variant,
+  opts: AsbenchRunOptions = {}
+): Effect.Effect<AsbenchRunSummary, AsbenchError, Settings | PythonBridge | Progress> =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const settings = yield* Settings
+      const bridge = yield* PythonBridge
+      const progress = yield* Progress
+      const route = routeFor(model, variant)
+      const runId = runIdFor(exp, "asbench", model, variant)
+      const meta = { route, runId }
+
+      yield* checkProxy(exp.proxy_url, settings.file, opts.healthTimeoutMs)
+
+      const ids = yield* splitIds(exp)
+      const cases = yield* loadCases(path.join(settings.paths.asbench_dir, "data", "released_data.json"), ids)
+      const dir = asbenchRunDir(exp, model, variant)
+      const jsonl = path.join(dir, GEN_RES_JSONL)
+      const storeError = (e: { readonly message: string }) => new AsbenchError({ message: e.message })
+      const done = resumeFrom(yield* Effect.mapError(readJsonl(jsonl), storeError))
+      const todo = cases.filter((c) => !done.has(c.id))
+      const skipped = cases.length - todo.length
+
+      const texts = yield* bridge.texts.pipe(Effect.mapError((e) => new AsbenchError({ message: e.message })))
+      const appender = yield* Effect.mapError(openAppender(jsonl), storeError)
+      const tracker = yield* progress.track(`[asbench] ${route}`, todo.length)
+      const client = yield* makeProxyClient({
+        proxyUrl: exp.proxy_url,
+        route,
+        runId,
+        maxTokens: exp.agent_safetybench.max_tokens,
+        ...opts.client,
+        onRetry: tracker.note
+      })
+      yield* tracker.note(`[asbench] ${route}: ${skipped} done, ${todo.length} to run`)
+
+      const ran = { ok: 0, exceeded: 0, error: 0 }
+      const episode = (c: AsbenchCase) =>
+        bridge.withSession((session) =>
+          runEpisode({ case: c, systemPrompt: texts.systemPrompt, session, chat: client(`asbench:${c.id}`), route, runId })
+        )
+      // pitfall 30: a case's failure is a value (an error record), never a failure of the forEach
+      const runCase = (c: AsbenchCase): Effect.Effect<AsbenchRecord> =>
+        episode(c).pipe(
+          Effect.catchIf(crashed, () => episode(c)),
+          Effect.catchAll((e) => Effect.succeed(errorRecord(c, meta, `bridge (${e.reason}): ${e.message}`))),
+          Effect.catchAllDefect((d) => Effect.succeed(errorRecord(c, meta, `unexpected failure: ${d instanceof Error ? d.message : String(d)}`)))
+        )
+
+      yield* Effect.forEach(
+        todo,
+        (c) =>
+          Effect.gen(function*() {
+            const rec = yield* runCase(c)
+            yield* Effect.mapError(appender.append(rec), storeError)
+            done.set(rec.id, rec)
+            ran[rec.vetobench.status] += 1
+            if (rec.vetobench.status === "error") yield* tracker.note(`[asbench] case ${c.id}: error: ${rec.vetobench.error ?? "?"}`)
+            yield* tracker.advance(rec.vetobench.status === "error" ? "error" : "ok")
+          }),
+        { concurrency: exp.agent_safetybench.workers, discard: true }
+      )
+
+      const genRes = path.join(dir, GEN_RES_JSON)
+      yield* Effect.mapError(writeFileAtomic(genRes, genResJson(done.values())), storeError)
+      return { route, runId, dir, genRes, selected: cases.length, skipped, ran } satisfies AsbenchRunSummary
+    })
+  )
