@@ -35,6 +35,7 @@ import { type LoadedPrompt, loadPrompt, promptVersion, shortHash } from "./promp
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { BooleanLike, decodeSpec, JsonObject, NonEmptyString, NumberLike, PositiveInt, PositiveNumber } from "./spec-schema.js"
 import { balancedObjects, stripThink } from "./verdict-parse.js"
+import { errorCode } from "../layers/http-errors.js"
 
 // ---------------------------------------------------------------------------------------------
 // config
@@ -363,16 +364,6 @@ export const classifierVerdict = (id: JudgeIdentity, config: ClassifierConfig, c
 
 // ---------------------------------------------------------------------------------------------
 // backends
-
-const errorCode = (e: unknown): string | undefined => {
-  let cur: unknown = e
-  for (let i = 0; i < 4 && typeof cur === "object" && cur !== null; i++) {
-    const code = (cur as { code?: unknown }).code
-    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return code
-    cur = (cur as { cause?: unknown }).cause
-  }
-  return undefined
-}
 
 interface HttpAnswer {
   readonly status: number

@@ -47,6 +47,7 @@ import { type Decision, decided, type JudgeIdentity, type Verdict } from "../src
 import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { decodeSpec, NonEmptyString, PositiveNumber } from "./spec-schema.js"
+import { errorCode, TLS_CODES } from "../layers/http-errors.js"
 
 // ---------------------------------------------------------------------------------------------
 // config
@@ -219,25 +220,6 @@ const flatHeaders = (h: Dispatcher.ResponseData["headers"]): Record<string, stri
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v
   return out
-}
-
-const TLS_CODES = new Set([
-  "SELF_SIGNED_CERT_IN_CHAIN",
-  "DEPTH_ZERO_SELF_SIGNED_CERT",
-  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
-  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
-  "CERT_HAS_EXPIRED",
-  "ERR_TLS_CERT_ALTNAME_INVALID"
-])
-
-const errorCode = (e: unknown): string | undefined => {
-  let cur: unknown = e
-  for (let i = 0; i < 4 && typeof cur === "object" && cur !== null; i++) {
-    const code = (cur as { code?: unknown }).code
-    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return code
-    cur = (cur as { cause?: unknown }).cause
-  }
-  return undefined
 }
 
 // ---------------------------------------------------------------------------------------------

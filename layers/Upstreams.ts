@@ -9,6 +9,7 @@ import { Pool, type Dispatcher } from "undici"
 import { Settings } from "../src/config/service.js"
 import type { Settings as SettingsShape, UpstreamSettings } from "../src/config/settings.js"
 import { applyModelDefaults } from "../src/domain/normalise.js"
+import { errorCode, TLS_CODES } from "./http-errors.js"
 
 export class NoRoute extends Data.TaggedError("NoRoute")<{ readonly model: string }> {
   override get message() {
@@ -90,25 +91,6 @@ export class Upstreams extends Context.Tag("vetobench/Upstreams")<Upstreams, Ups
 interface PoolEntry {
   readonly pool: Pool
   readonly basePath: string
-}
-
-const TLS_CODES = new Set([
-  "SELF_SIGNED_CERT_IN_CHAIN",
-  "DEPTH_ZERO_SELF_SIGNED_CERT",
-  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
-  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
-  "CERT_HAS_EXPIRED",
-  "ERR_TLS_CERT_ALTNAME_INVALID"
-])
-
-const errorCode = (e: unknown): string | undefined => {
-  let cur: unknown = e
-  for (let i = 0; i < 4 && typeof cur === "object" && cur !== null; i++) {
-    const code = (cur as { code?: unknown }).code
-    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return code
-    cur = (cur as { cause?: unknown }).cause
-  }
-  return undefined
 }
 
 /** Map an undici/node error to a typed transport error with a message a user can act on. */

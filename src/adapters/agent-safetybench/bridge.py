@@ -373,7 +373,10 @@ def main(argv):
             continue
         req_id = None
         try:
-            req = json.loads(raw.decode("utf-8"))
+            try:
+                req = json.loads(raw.decode("utf-8"))
+            except ValueError as e:
+                raise Failure("protocol", "unreadable request: %s" % describe(e))
             if not isinstance(req, dict):
                 raise Failure("protocol", "a request must be a JSON object")
             req_id = req.get("id")

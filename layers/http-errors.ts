@@ -1,0 +1,22 @@
+/** Reading undici / Node network errors: the first meaningful `code` in the cause chain, TLS failures. */
+
+/** Certificate problems: the peer's chain is not trusted by the configured CA (or the name does not match). */
+export const TLS_CODES: ReadonlySet<string> = new Set([
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "ERR_TLS_CERT_ALTNAME_INVALID"
+])
+
+/** The first string `code` along `cause` (skipping undici's generic UND_ERR_SOCKET wrapper). */
+export const errorCode = (e: unknown): string | undefined => {
+  let cur: unknown = e
+  for (let i = 0; i < 4 && typeof cur === "object" && cur !== null; i++) {
+    const code = (cur as { code?: unknown }).code
+    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return code
+    cur = (cur as { cause?: unknown }).cause
+  }
+  return undefined
+}
