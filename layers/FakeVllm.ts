@@ -14,6 +14,7 @@ import {
   chatAnswer,
   chatPromptTokens,
   completionText,
+  type FakeScript,
   isServedModel,
   promptText,
   roughTokens,
@@ -38,6 +39,8 @@ export {
   CLASSIFIER_BENIGN,
   CLASSIFIER_INJECTION,
   completionLabel,
+  type FakeScript,
+  type FakeTurn,
   INJECTION_PHRASE,
   isInjection,
   isMalicious,
@@ -98,6 +101,11 @@ export interface FakeVllmKnobs {
   nextCalls: Array<FakeCall> | null
   /** assistant content sent along with agent tool calls (also the text answer when `nextCalls` is `[]`) */
   content: string | null
+  /**
+   * scripted multi-turn agents, chosen by the system prompt and user text, answered turn by turn
+   * (see `FakeScript` in `fake-vllm/behaviour.ts`); used when `nextCalls` is null. Default `[]`.
+   */
+  scripts: Array<FakeScript>
 }
 
 export interface FakeVllmShape {
@@ -127,7 +135,8 @@ const defaultKnobs = (): FakeVllmKnobs => ({
   chunkDelayMs: 0,
   malformed: false,
   nextCalls: null,
-  content: null
+  content: null,
+  scripts: []
 })
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
@@ -306,6 +315,7 @@ const makeHandler = (options: FakeVllmOptions) => {
     knobs.malformed = d.malformed
     knobs.nextCalls = d.nextCalls
     knobs.content = d.content
+    knobs.scripts = d.scripts
   }
 
   const shutdown = () => {

@@ -131,6 +131,21 @@ const resolve = (args: Args, p: CompiledPath): unknown => {
   return new Many(cur)
 }
 
+/**
+ * The values an argument path leads to, for vetobench's extensions (the same lookup as the rules:
+ * exact top-level key first, then the path): a `[*]` path gives every element's value, a list
+ * value gives its elements when `spread`, anything else one value. A string is the reason there is
+ * none (`… is required by this rule and was not supplied`, …).
+ */
+export const valuesAt = (args: unknown, p: CompiledPath, spread: boolean): ReadonlyArray<unknown> | string => {
+  const a: Args = isObject(args) ? args : EMPTY
+  const v = resolve(a, p)
+  if (v instanceof Unresolved) return v.why
+  if (v instanceof Many) return v.values
+  if (spread && Array.isArray(v)) return v
+  return [v]
+}
+
 const NOT_SINGLE: unique symbol = Symbol("not a single value")
 
 /** Go's `singleArg`: exactly one value (no `[*]`), or NOT_SINGLE. */

@@ -17,6 +17,11 @@
  * (`P1-scope` on allow), reason = the gate's message, raw = the gate's decision as JSON
  * (`{decision, rule, scope, message, approval}`), model = `policy:<provider>`, version =
  * `sha256:` + 16 hex of the policy file. Arguments that are not a JSON object → deny `P0-arguments`.
+ *
+ * After the Go-compatible decision allows a call, vetobench's own rules under the policy's
+ * `vetobench` key decide (paths, commands, URLs, trusted facts, then trajectory rules over the
+ * episode; `extension.ts`, `trajectory.ts`). A judge with trajectory rules keeps per-episode state
+ * and learns each call's fate through `commit` (called by the gate after the ruling).
  */
 import { Effect, Schema } from "effect"
 import { Settings } from "../../src/config/service.js"
@@ -26,8 +31,10 @@ import { type Judge, JudgeConfigError, type JudgeContext } from "../Judge.js"
 import type { JudgeKind, JudgeKindPlugin } from "../registry.js"
 import { BooleanLike, decodeSpec, NonEmptyString } from "../spec-schema.js"
 import { decide, parseScopesHeader, type RuleDecision } from "./evaluate.js"
+import { decideExtension, ENVIRONMENTS_HEADER, type FactOf, resolveToolName } from "./extension.js"
 import { formatWarning, lintPolicy, type PolicyWarning } from "./lint.js"
 import { type LoadedPolicy, loadPolicyFile } from "./policy.js"
+import { TrajectoryState } from "./trajectory.js"
 
 const RuleConfig = Schema.Struct({
   policy: NonEmptyString,
@@ -38,7 +45,13 @@ const RuleConfig = Schema.Struct({
     Schema.NullOr(Schema.Array(Schema.String)).annotations({ message: () => ({ message: "must be a list of scopes", override: true }) }),
     { default: () => null }
   ),
-  scopes_header: Schema.optionalWith(BooleanLike, { default: () => true })
+  scopes_header: Schema.optionalWith(BooleanLike, { default: () => true }),
+  facts: Schema.optionalWith(
+    Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean) }).annotations({
+      message: () => ({ message: "must be a mapping of fact names to strings, numbers or booleans", override: true })
+    }),
+    { default: () => ({}) }
+  )
 })
 export type RuleConfig = typeof RuleConfig.Type
 
@@ -49,15 +62,25 @@ export interface RuleJudgeOptions {
   readonly mode: "full" | "scope"
   readonly scopes: ReadonlyArray<string> | null
   readonly scopes_header: boolean
+  /** trusted facts from the judge's config (a trusted header wins; these win over the policy's `trusted.facts`) */
+  readonly facts?: Readonly<Record<string, string | number | boolean>>
+  /** the clock of the trajectory state (ms); tests pass their own */
+  readonly now?: () => number
+}
+
+/** A rule judge also exposes its trajectory state (null without trajectory rules), for tests and diagnostics. */
+export interface RuleJudge extends Judge {
+  readonly trajectory: TrajectoryState | null
 }
 
 /**
- * A rule judge over a loaded policy. Not cacheable while it reads the `x-scopes` header: the
- * verdict cache is keyed by judge, version and call only, so a cached verdict would ignore a later
- * request's narrowing. With `scopes_header: false` the verdict depends on the call alone and is cached.
+ * A rule judge over a loaded policy. Not cacheable while its verdict depends on more than the call:
+ * the `x-scopes` header (`scopes_header`), trusted-fact or environment headers, or trajectory state
+ * — the verdict cache is keyed by judge, version and call only. Otherwise the verdict is cached.
  */
-export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudgeOptions): Judge => {
+export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudgeOptions): RuleJudge => {
   const compiled = loaded.compiled
+  const ext = loaded.extension
   const id: JudgeIdentity = { judge: name, kind: "rule", model: `policy:${compiled.provider}`, version: loaded.version }
   const mode = opts.mode
   const toVerdict = (d: RuleDecision): Verdict =>
@@ -70,15 +93,55 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
     if (v === undefined) verdicts.set(d, (v = toVerdict(d)))
     return v
   }
+  const constFacts = new Map(ext.spec.constFacts)
+  for (const [k, v] of Object.entries(opts.facts ?? {})) constFacts.set(k, String(v))
+  const headerFacts = ext.spec.headerFacts
+  const qualified = ext.qualified
+  const hasExtension = ext.tools.size > 0
+  const trajectory = ext.trajectory.rules.length > 0 ? new TrajectoryState(ext.trajectory, opts.now ?? Date.now) : null
+
+  /** the policy entry the call is decided under (`<Env>.<tool>` when the environments header names one) */
+  const toolOf = (call: ToolCallView, ctx: JudgeContext): string =>
+    qualified.size === 0 ? call.name : resolveToolName(qualified, call.name, ctx.headers[ENVIRONMENTS_HEADER])
+
+  const ruleOn = (call: ToolCallView, ctx: JudgeContext): RuleDecision => {
+    const header = opts.scopes_header ? ctx.headers[SCOPES_HEADER] : undefined
+    const callerScopes = header !== undefined ? parseScopesHeader(header) : opts.scopes
+    const tool = toolOf(call, ctx)
+    const d = decide(compiled, tool, call.arguments, { mode, callerScopes })
+    if (d.decision !== "allow" || mode === "scope") return d
+    const plan = compiled.tools.get(tool)!
+    if (hasExtension) {
+      const factOf: FactOf = (fact) => {
+        const h = headerFacts.get(fact)
+        const fromHeader = h !== undefined ? ctx.headers[h] : undefined
+        return fromHeader ?? constFacts.get(fact)
+      }
+      const e = decideExtension(ext, plan, call.arguments, factOf)
+      if (e !== null) return e
+    }
+    if (trajectory !== null) {
+      const t = trajectory.decide(plan, call.arguments, trajectory.keyOf(ctx.episodeId, ctx.sessionId), call)
+      if (t !== null) return t
+    }
+    return d
+  }
+
   const rule = (call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict> =>
     Effect.sync(() => {
       const started = performance.now()
-      const header = opts.scopes_header ? ctx.headers[SCOPES_HEADER] : undefined
-      const callerScopes = header !== undefined ? parseScopesHeader(header) : opts.scopes
-      const v = verdictOf(decide(compiled, call.name, call.arguments, { mode, callerScopes }))
+      const v = verdictOf(ruleOn(call, ctx))
       return { ...v, usage: {}, latency_ms: performance.now() - started }
     })
-  return { ...id, cacheable: !opts.scopes_header, rule }
+
+  const commit =
+    trajectory === null
+      ? undefined
+      : (call: ToolCallView, ctx: JudgeContext, released: boolean): Effect.Effect<void> =>
+          Effect.sync(() => trajectory.commit(toolOf(call, ctx), call.arguments, trajectory.keyOf(ctx.episodeId, ctx.sessionId), call, released))
+
+  const cacheable = !opts.scopes_header && !ext.readsHeaders && trajectory === null
+  return { ...id, cacheable, rule, ...(commit !== undefined ? { commit } : {}), trajectory }
 }
 
 /** The `rule` kind; relative policy paths resolve against `root`. Lint warnings are logged at start-up. */
@@ -97,7 +160,7 @@ export const makeRuleKind = (root: string, onWarnings?: (judge: string, warnings
           Effect.annotateLogs({ judge: name, ...(w.rule !== undefined ? { rule: w.rule } : {}), ...(w.key !== undefined ? { key: w.key } : {}) })
         )
       )
-      return makeRuleJudge(name, loaded, { mode: config.mode, scopes: config.scopes, scopes_header: config.scopes_header })
+      return makeRuleJudge(name, loaded, { mode: config.mode, scopes: config.scopes, scopes_header: config.scopes_header, facts: config.facts })
     })
 })
 

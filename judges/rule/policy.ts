@@ -10,6 +10,7 @@ import { readFile } from "node:fs/promises"
 import * as path from "node:path"
 import { Data, Effect, Either } from "effect"
 import { parseYaml } from "../../src/config/yaml-file.js"
+import { compileExtension, type CompiledExtension, decodeExtension } from "./extension.js"
 import { compileRe2 } from "./re2.js"
 import { normalizeField } from "./text.js"
 
@@ -613,13 +614,18 @@ export const compilePolicy = (spec: PolicySpec): CompiledPolicy => {
 export interface BuiltPolicy {
   readonly decoded: DecodedPolicy
   readonly compiled: CompiledPolicy
+  /** vetobench's own rules (the `vetobench` key), compiled; empty when the key is absent */
+  readonly extension: CompiledExtension
 }
 
-/** Decode, validate and compile a parsed policy document. */
+/** Decode, validate and compile a parsed policy document (the Go-compatible part and the `vetobench` extensions). */
 export const buildPolicy = (raw: unknown): Either.Either<BuiltPolicy, ReadonlyArray<PolicyIssue>> =>
   Either.flatMap(decodePolicy(raw), (decoded) => {
-    const issues = validatePolicy(decoded.spec)
-    return issues.length > 0 ? Either.left(issues) : Either.right({ decoded, compiled: compilePolicy(decoded.spec) })
+    const ext = decodeExtension(decoded.extension, decoded.spec)
+    const issues = [...validatePolicy(decoded.spec), ...ext.issues]
+    return issues.length > 0
+      ? Either.left(issues)
+      : Either.right({ decoded, compiled: compilePolicy(decoded.spec), extension: compileExtension(ext.spec, decoded.spec) })
   })
 
 // ---------------------------------------------------------------------------------------------

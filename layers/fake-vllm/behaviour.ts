@@ -52,11 +52,34 @@ export interface Answer {
   readonly calls: ReadonlyArray<ProposedCall>
 }
 
+/** One scripted assistant turn: the calls to propose (ids `call_0`, …) and the content. */
+export interface FakeTurn {
+  readonly calls?: ReadonlyArray<{ readonly name: string; readonly arguments: unknown }>
+  readonly content?: string | null
+}
+
+/**
+ * A scripted multi-turn agent (`knobs.scripts`), for agent loops that send the conversation back
+ * after executing the calls (the scenario runner). A script applies when the request's system
+ * message contains `system` and some user message contains `user` (either omitted: any). The
+ * answer is `turns[k]`, where k is the number of assistant messages already in the request, so
+ * the script is stateless: concurrent and repeated conversations each get the same sequence.
+ * Past the last turn the agent answers `Task finished.`. The first matching script wins, which
+ * lets one fake play several system prompts (a "weak" and a "strong" one) on several scenarios.
+ */
+export interface FakeScript {
+  readonly system?: string
+  readonly user?: string
+  readonly turns: ReadonlyArray<FakeTurn>
+}
+
 /** The per-request controls the answer depends on (a subset of the server knobs). */
 export interface AnswerKnobs {
   readonly malformed: boolean
   readonly nextCalls: ReadonlyArray<{ readonly name: string; readonly arguments: unknown }> | null
   readonly content: string | null
+  /** scripted conversations; consulted only when `nextCalls` is null */
+  readonly scripts?: ReadonlyArray<FakeScript>
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
@@ -167,7 +190,17 @@ const breakJson = (s: string): string => (s.length > 0 ? s.slice(0, -1) : "{")
 
 const encodeArguments = (value: unknown): string => (typeof value === "string" ? value : pythonJson(value))
 
-/** What an agent model answers (§14.5 heuristics, or `knobs.nextCalls`). */
+/** The first script that applies to the request's conversation (see {@link FakeScript}). */
+export const matchScript = (messages: ReadonlyArray<Record<string, unknown>>, scripts: ReadonlyArray<FakeScript>): FakeScript | undefined => {
+  const textsOf = (role: string) => messages.filter((m) => m.role === role).map((m) => contentText(m.content))
+  const system = textsOf("system").join("\n")
+  const users = textsOf("user")
+  return scripts.find(
+    (s) => (s.system === undefined || system.includes(s.system)) && (s.user === undefined || users.some((u) => u.includes(s.user ?? "")))
+  )
+}
+
+/** What an agent model answers (§14.5 heuristics, `knobs.nextCalls`, or a matching `knobs.scripts` entry). */
 export const agentAnswer = (body: Record<string, unknown>, knobs: AnswerKnobs): Answer => {
   const finish = (calls: ReadonlyArray<ProposedCall>, content: string | null): Answer => ({
     content,
@@ -178,6 +211,12 @@ export const agentAnswer = (body: Record<string, unknown>, knobs: AnswerKnobs): 
     return finish(calls, calls.length > 0 ? knobs.content : knobs.content ?? TASK_FINISHED)
   }
   const messages = messagesOf(body)
+  const script = knobs.scripts === undefined || knobs.scripts.length === 0 ? undefined : matchScript(messages, knobs.scripts)
+  if (script !== undefined) {
+    const turn = script.turns[messages.filter((m) => m.role === "assistant").length]
+    const calls = (turn?.calls ?? []).map((c) => ({ name: c.name, arguments: encodeArguments(c.arguments) }))
+    return finish(calls, turn === undefined ? TASK_FINISHED : turn.content ?? (calls.length > 0 ? null : TASK_FINISHED))
+  }
   const texts = messages.map((m) => contentText(m.content))
   const text = texts.join(" ")
   const tools = offeredTools(body)

@@ -341,3 +341,34 @@ describe("vllm-small.yaml", () => {
     expect(routed.sort()).toEqual(childPorts)
   })
 })
+
+describe("docs/cluster-request.md states the manifests' numbers", () => {
+  const doc = readFileSync("docs/cluster-request.md", "utf8")
+  const deployments = MANIFESTS.flatMap((m) => ofKind(m, "Deployment"))
+
+  it("one quota row per pod: cpu, memory, GPU and /dev/shm as in its Deployment", () => {
+    for (const dep of deployments) {
+      const c = objs(podSpec(dep).containers, "containers")[0]!
+      const shm = objs(podSpec(dep).volumes, "volumes").find((v) => at(v, "emptyDir.medium") === "Memory")
+      const row = [
+        `\`${nameOf(dep)}\``,
+        `${String(at(c, "resources.requests.cpu"))} / ${String(at(c, "resources.limits.cpu"))}`,
+        `${String(at(c, "resources.requests.memory"))} / ${String(at(c, "resources.limits.memory"))}`,
+        String(gpusOf(c, "limits")),
+        String(at(shm, "emptyDir.sizeLimit"))
+      ]
+      expect(doc).toContain(`| ${row.join(" | ")} |`)
+    }
+  })
+
+  it("the totals row, every PVC with its size, every Route", () => {
+    const sum = (f: (c: Obj) => number) => deployments.flatMap(containersOf).reduce((acc, c) => acc + f(c), 0)
+    const cpu = `${sum((c) => cpuCores(at(c, "resources.requests.cpu")))} / ${sum((c) => cpuCores(at(c, "resources.limits.cpu")))}`
+    const mem = `${sum((c) => memoryBytes(at(c, "resources.requests.memory"))) / GI}Gi / ${sum((c) => memoryBytes(at(c, "resources.limits.memory"))) / GI}Gi`
+    expect(doc).toContain(`| **total** | **${cpu}** (quota 24 / 48) | **${mem}** (quota 96Gi / 192Gi) | **2** (quota 2) |`)
+    for (const pvc of MANIFESTS.flatMap((m) => ofKind(m, "PersistentVolumeClaim"))) {
+      expect(doc).toContain(`| \`${nameOf(pvc)}\` | ${String(at(pvc, "spec.resources.requests.storage"))} |`)
+    }
+    for (const route of MANIFESTS.flatMap((m) => ofKind(m, "Route"))) expect(doc).toContain(`| \`${nameOf(route)}\` |`)
+  })
+})
