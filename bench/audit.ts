@@ -431,6 +431,8 @@ const main = Effect.gen(function* () {
   const step = (name: string) => steps.find((s) => s.step.startsWith(name))?.us ?? 0
   const pureAppendUs = step("sealRecord") + step("JSON.stringify")
   const verifyStepUs = step("verifyChainText")
+  const sample = callEntry(1, "bench")
+  const verdictShare = JSON.stringify(sample.verdict).length / (JSON.stringify(sealRecord(sample, { seq: 1, ts: new Date().toISOString(), prev_hash: GENESIS_HASH })).length + 1)
   const pipelineDiskMs = floors.find((d) => d.batch === 64)?.msPerBatch ?? 0
   const ckRows = checkpointRows.filter((r): r is AppendResult => r !== null)
   const ck0 = ckRows[0]!
@@ -466,7 +468,7 @@ const main = Effect.gen(function* () {
   const section = [
     "<!-- audit:start -->",
     `Run ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model.trim() ?? "cpu"}, Node ${process.version}, files in \`${BASE_DIR}\`. ` +
-      `Records are ${lineBytes}-byte \`call\` lines; each append run stops at ${fmt(RECORDS)} records or ${SECONDS} s, after a ${fmt(WARMUP)}-record warm-up, and is the better of 2 runs; ` +
+      `Records are ${lineBytes}-byte \`call\` lines (the static \`allow-all\` judge on one \`write_file\` call, about the smallest realistic record); each append run stops at ${fmt(RECORDS)} records or ${SECONDS} s, after a ${fmt(WARMUP)}-record warm-up, and is the better of 2 runs; ` +
       "checkpoints every 100 (unsigned) unless stated. Appenders are closed loops (each waits for its append, then issues the next). " +
       "Every file written is verified after its run. CPU / record is the process's user + system time over the run.",
     "",
@@ -505,7 +507,8 @@ const main = Effect.gen(function* () {
     "**What would reach the targets** (suggestions; none of them is implemented):",
     "",
     `1. *Cheaper sealing* (\`src/domain/canonical-json.ts\`, \`audit-chain.ts\`): CPU is the larger part of every batch. Memoize the canonical text of an object seen twice in one record ` +
-      "(a single judge's verdict is both `verdict` and `layers[0]`, so about a third of the record is canonicalized twice) and cache it per tool `parameters` schema " +
+      `(a single judge's verdict is both \`verdict\` and \`layers[0]\`: ${Math.round(verdictShare * 100)} % of these records is that second copy, more with an LLM judge's raw answer) ` +
+      "and cache it per tool `parameters` schema " +
       "(the same object for every call of a request).",
     "2. *Lighter queueing* in the sink: one Deferred per batch instead of one per record, and no `Effect.gen` per append (the queueing alone costs the figure above).",
     "3. *Take sealing out of the writer's serial section:* canonicalize each entry's members and `JSON.stringify` the entry in the appender's fiber, " +

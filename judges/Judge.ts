@@ -51,4 +51,12 @@ export interface Judge extends JudgeIdentity {
   readonly layers?: ReadonlyArray<Judge>
   /** run every layer even after one decided (to measure what each adds) */
   readonly runAll?: boolean
+  /**
+   * Optional, for judges that keep state across calls (the `rule` judge's trajectory rules): what
+   * became of a call this judge was asked about. The gate calls it once per proposed call per judge
+   * — for a layered judge, on each layer that has it, whether or not that layer ran — after the
+   * ruling (after a person decided, under `hold_policy: wait`), with `released` = the call went back
+   * to the agent (enforce: not blocked; shadow and baseline: true). It must not fail.
+   */
+  readonly commit?: (call: ToolCallView, ctx: JudgeContext, released: boolean) => Effect.Effect<void>
 }

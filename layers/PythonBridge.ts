@@ -191,7 +191,7 @@ export const make = (options: PythonBridgeOptions): Effect.Effect<PythonBridgeSe
     const cwd =
       options.cwd ??
       (yield* Effect.acquireRelease(
-        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "vetobench-asbench-"))),
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "vetobench-pybridge-"))),
         (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
       ))
 

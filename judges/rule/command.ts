@@ -101,11 +101,20 @@ export const parseCommand = (line: string): ParsedCommand => {
   return { plain: true, words }
 }
 
-/** Shells and interpreters: a line that feeds one from a pipe or a substitution runs code it does not show. */
-const INTERPRETER = /(?:\||\$\(|`)\s*(?:(?:sudo|env|exec|command|nohup|xargs)\s+(?:-\S+\s+)*)*(?:\S*\/)?(?:sh|bash|zsh|dash|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|perl|ruby|node|php|lua|eval|source)(?=$|[\s;|&)`'"])/
+/**
+ * A shell or interpreter at a command position — the start of the line, or after `|`, `;`, `&`,
+ * `(`, a backtick or `$(` — possibly behind `sudo`, `env`, `xargs`, … Fed from a pipe, a
+ * substitution or a process substitution it runs code the line does not show.
+ */
+const INTERPRETER_AT_COMMAND =
+  /(?:^|[|;&(`]|\$\()\s*(?:(?:sudo|env|exec|command|nohup|xargs|time)\s+(?:-\S+\s+)*)*(?:\S*\/)?(?:sh|bash|zsh|dash|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|perl|ruby|node|php|lua|eval|source|\.)(?=$|[\s;|&)`'"<])/
 
-/** The line pipes or substitutes into a shell or interpreter (`curl … | sh`, `bash -c "$(curl …)"`) — denied whatever the effect. */
-export const feedsInterpreter = (line: string): boolean => INTERPRETER.test(line)
+/**
+ * The line is more than a plain command and runs a shell or interpreter in it (`curl … | sh`,
+ * `bash -c "$(curl …)"`, `bash <(curl …)`, `ls; sh`): denied whatever the policy's effect. (A
+ * plain `bash script.sh` is judged by the allowlist like any other command.)
+ */
+export const feedsInterpreter = (line: string): boolean => !parseCommand(line).plain && INTERPRETER_AT_COMMAND.test(line)
 
 /** An allowlist: each entry's words must lead the command's words (`git status` allows `git status --short`), or equal them for `exact`. */
 export interface CommandAllow {

@@ -581,9 +581,9 @@ const checkCommand = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole
   for (const v of values) {
     if (typeof v !== "string") return made(plan, "VB-cmd", "deny", `cannot verify: ${role.arg.text} is not a command line (a string)`)
     if (v.trim() === "") return made(plan, "VB-cmd", "deny", `cannot verify: ${role.arg.text} is empty`)
-    if (feedsInterpreter(v)) return made(plan, "VB-cmd", "deny", `${role.arg.text} pipes or substitutes into a shell or interpreter (like curl … | sh): never allowed`)
     const parsed = parseCommand(v)
     if (!parsed.plain) {
+      if (feedsInterpreter(v)) return made(plan, "VB-cmd", "deny", `${role.arg.text} pipes or substitutes into a shell or interpreter (like curl … | sh): never allowed`)
       return made(plan, "VB-cmd", effect, `${role.arg.text} contains ${parsed.construct}: only a plain allowlisted command line passes`)
     }
     if (allowedBy(parsed.words, ext.commandAllow) === null) {

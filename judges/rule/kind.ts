@@ -1,7 +1,7 @@
 /**
  * `kind: rule` — the native aex-toolgate value gate (layer 2 of a layered gate; architecture
- * decision 9). Deterministic: the decision is a pure function of the policy file, the call and the
- * caller's scopes.
+ * decision 9). Deterministic: the decision is a function of the policy file, the call, the caller's
+ * scopes and trusted request headers — plus, with trajectory rules, the episode's earlier calls.
  *
  * ```yaml
  * judges:
@@ -11,6 +11,7 @@
  *     mode: full                                       # full (default) | scope
  *     scopes: [invoices:read]                          # optional: the caller's X-Scopes narrowing
  *     scopes_header: true                              # default: a request's `x-scopes` header wins over `scopes`
+ *     facts: { authorized: false }                     # optional: trusted facts (a trusted header wins)
  * ```
  *
  * Verdict: decision allow / deny / hold (the gate's `escalate`), category = the deciding rule id

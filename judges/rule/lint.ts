@@ -1,8 +1,12 @@
 /**
  * Warnings about a policy that loads (the Go gate would start with it) but probably does not say
  * what its author meant: keys the gate ignores, rules that never apply or can never fire, rules that
- * hit every tool, `ceiling` without `max`. Warnings never stop a judge from loading.
+ * hit every tool, `ceiling` without `max` — and, for the `vetobench` extensions, sections no tool
+ * uses, facts nothing supplies, allowlists that open more than they seem to. Warnings never stop a
+ * judge from loading (errors do: `buildPolicy`).
  */
+import { parseCommand } from "./command.js"
+import { ENVIRONMENTS_HEADER, PATH_CLASSES } from "./extension.js"
 import { nestedQuantifier } from "./re2.js"
 import {
   type BuiltPolicy,
@@ -164,5 +168,81 @@ export const lintPolicy = (built: BuiltPolicy): ReadonlyArray<PolicyWarning> => 
     if (r.each && r.arg.includes("[*]") && EACH_KINDS.has(r.kind)) w("each has no effect on a [*] path (its values are already checked one by one; a list among them still fails closed)", "each")
     if (r.message === "") w("has no message: a call it denies carries an empty reason", "message")
   })
+  return [...out, ...lintExtension(built)]
+}
+
+/** programs that run whatever follows them: an allowlist entry naming one allows every command */
+const RUNS_ANYTHING = new Set(["sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "busybox", "python", "python3", "perl", "ruby", "node", "php", "lua", "eval", "source", "exec", "env", "xargs", "sudo", "su"])
+
+const PRIVATE_HOST = /^(?:localhost|127\.\d+\.\d+\.\d+|10\.\d+\.\d+\.\d+|192\.168\.\d+\.\d+|172\.(?:1[6-9]|2\d|3[01])\.\d+\.\d+|169\.254\.\d+\.\d+|0\.0\.0\.0|\[[0-9a-f:.]*\])(?::\d+)?$/
+
+/** Warnings about the `vetobench` section (it is already valid: `decodeExtension` refused errors). */
+export const lintExtension = (built: BuiltPolicy): ReadonlyArray<PolicyWarning> => {
+  const { decoded, compiled, extension } = built
+  const spec = decoded.spec
+  const ext = extension.spec
+  const out: Array<PolicyWarning> = []
+  const w = (key: string, message: string, rule?: string) => out.push({ ...(rule !== undefined && rule !== "" ? { rule } : {}), key, message })
+  const roles = [...ext.tools.values()].flat()
+  const has = (cls: ReadonlyArray<string>) => roles.some((r) => cls.includes(r.class))
+  const granted = (tool: string) => compiled.tools.get(tool)?.granted === true
+
+  for (const [tool] of ext.tools) {
+    if (spec.tool_scopes.has(tool) && !granted(tool)) w(`vetobench.tools.${tool}`, `${tool} needs scope "${spec.tool_scopes.get(tool)}", which granted_scopes does not grant: its roles are never evaluated`)
+  }
+  if (ext.sections.has("paths") && !has(PATH_CLASSES)) w("vetobench.paths", "no tool has a path class (read, write, delete), so the path rules are never used")
+  if (ext.sections.has("commands") && !has(["command"])) w("vetobench.commands", "no tool has class command, so the command rules are never used")
+  if (ext.sections.has("urls") && !has(["url"])) w("vetobench.urls", "no tool has class url, so the URL rules are never used")
+  if (ext.sections.has("state") && ext.trajectory.length === 0) w("vetobench.state", "there are no trajectory rules, so no state is kept")
+
+  if (has(PATH_CLASSES) && ext.paths.protected.length === 0) w("vetobench.paths.protected", "is empty: .env files, .ssh keys and .git internals inside the workspace are not protected")
+  for (const line of [...ext.commands.allow, ...ext.commands.allow_exact]) {
+    const p = parseCommand(line)
+    const program = p.plain ? (p.words[0] ?? "") : ""
+    if (RUNS_ANYTHING.has(program.replace(/^.*\//, ""))) {
+      w("vetobench.commands.allow", `${JSON.stringify(line)} allows ${program}, which runs whatever follows it (${program} -c …): the allowlist then allows everything`)
+    }
+  }
+  for (const s of ext.urls.schemes) {
+    if (s === "http") w("vetobench.urls.schemes", "allows plain http: what is sent (secrets included) travels unencrypted")
+    else if (s !== "https" && s !== "wss") w("vetobench.urls.schemes", `allows ${s}, which is not a web scheme; is that meant?`)
+  }
+  for (const h of ext.urls.allow_hosts) {
+    if (PRIVATE_HOST.test(h)) w("vetobench.urls.allow_hosts", `${JSON.stringify(h)} is a loopback or private address: calls to it reach the machine or network the tools run on`)
+  }
+
+  const supplied = new Set([...ext.headerFacts.keys(), ...ext.constFacts.keys()])
+  ext.requires.forEach((q, i) => {
+    const at = `vetobench.requires[${i}]`
+    if (!supplied.has(q.fact)) {
+      w(`${at}.fact`, `fact ${JSON.stringify(q.fact)} comes from no trusted header and no policy fact: unless the judge's config sets it, the rule always fires`, q.id)
+    }
+    if (q.tool === "" && q.tag === "" && q.class === "") w(at, "has neither tool, tag nor class, so it applies to every tool", q.id)
+  })
+  ext.trajectory.forEach((t, i) => {
+    const at = `vetobench.trajectory[${i}]`
+    if (t.tool === "" && t.tag === "") w(at, "has neither tool nor tag, so it counts every call of every tool", t.id)
+    if (t.tool !== "" && spec.tool_scopes.has(t.tool) && !granted(t.tool)) w(`${at}.tool`, `${t.tool} needs scope "${spec.tool_scopes.get(t.tool)}", which granted_scopes does not grant: the rule is never evaluated`, t.id)
+    if (t.kind === "max_calls" && t.max === 0) w(`${at}.max`, "max 0 allows no call at all (a rule of kind tool says so more plainly)", t.id)
+    if (t.unless !== null && spec.tool_scopes.has(t.unless.tool) && !granted(t.unless.tool)) {
+      w(`${at}.unless.tool`, `${t.unless.tool} is never allowed (its scope is not granted), so the ceiling is never lifted`, t.id)
+    }
+    if (t.unless !== null && t.unless.amount === "") {
+      w(`${at}.unless`, "has no amount: an approval lifts the ceiling without limit, and only when it comes before the group's first call", t.id)
+    }
+    for (const a of t.after) if (spec.tool_scopes.has(a) && !granted(a)) w(`${at}.after`, `${a} is never allowed (its scope is not granted), so the rule always fires`, t.id)
+  })
+  if (ext.trajectory.length > 0 && ext.state.without_episode === "shared") {
+    w("vetobench.state.without_episode", "shared: calls without an episode or session header share one trajectory state")
+  }
+
+  for (const [bare, envs] of extension.qualified) {
+    if (!spec.tool_scopes.has(bare)) {
+      w(
+        "tool_scopes",
+        `${[...envs.values()].join(", ")}: reachable only when the ${ENVIRONMENTS_HEADER} header names ${[...envs.keys()].join(" or ")}; a call of ${bare} without it is not in the inventory`
+      )
+    }
+  }
   return out
 }

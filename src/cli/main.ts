@@ -12,13 +12,14 @@ import { auditCommand } from "./audit.js"
 import { demoCommand } from "./demo.js"
 import { fakeVllmCommand } from "./fake-vllm.js"
 import { proxyCommand } from "./proxy.js"
+import { scenariosCommand } from "./scenarios.js"
 import { smokeCommand } from "./smoke.js"
 import { splitCommand } from "./split.js"
 import { verifyAuditCommand } from "./verify-audit.js"
 
 const root = Command.make("vetobench").pipe(
   Command.withDescription("test bench for the tool-call trust boundary"),
-  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand, splitCommand])
+  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand])
 )
 
 const cli = Command.run(root, { name: "vetobench", version: VERSION })

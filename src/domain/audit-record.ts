@@ -80,7 +80,29 @@ export interface ApprovalEntry {
   readonly released: boolean
 }
 
-export type AuditEntry = CallEntry | OutcomeEntry | ManifestEntry | ApprovalEntry
+/**
+ * A release approval from `vetobench scenarios approve`: a person vouches that a prompt passed
+ * every scenario in a live run. It binds the hashes of the evidence (paths relative to the
+ * approvals file's directory); `vetobench scenarios verify` recomputes them.
+ */
+export interface ScenarioApprovalEntry {
+  readonly type: "scenario_approval"
+  /** the scenario run's id (its `x-vetobench-run`) */
+  readonly run_id: string | null
+  readonly approver: string
+  /** the model string the run used (may carry an arm) */
+  readonly model: string
+  readonly prompt_path: string
+  readonly prompt_sha256: string
+  readonly scenarios: ReadonlyArray<{ readonly path: string; readonly sha256: string }>
+  readonly run_file: string
+  readonly run_file_sha256: string
+  /** passed trials (always equal to `trials`: a run with a failure is never approved) */
+  readonly passed: number
+  readonly trials: number
+}
+
+export type AuditEntry = CallEntry | OutcomeEntry | ManifestEntry | ApprovalEntry | ScenarioApprovalEntry
 
 /** An entry as written: with schema, position, time and the chain. */
 export type Sealed<E> = E & {

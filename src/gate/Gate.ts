@@ -128,6 +128,15 @@ export const make = Effect.gen(function* () {
     })
   }
 
+  /**
+   * Tell stateful judges (`Judge.commit`) what became of each call: once per call per judge, on the
+   * judge and on every layer that has the hook, `released` = the call went back to the agent.
+   */
+  const commitAll = (judge: Judge, views: ReadonlyArray<ToolCallView>, ctx: JudgeContext, released: ReadonlyArray<boolean>): Effect.Effect<void> => {
+    const hooks = [...new Set([judge, ...(judge.layers ?? [])])].flatMap((j) => (j.commit !== undefined ? [j.commit] : []))
+    return hooks.length === 0 ? Effect.void : Effect.forEach(hooks, (commit) => Effect.forEach(views, (v, i) => commit(v, ctx, released[i] ?? false)), { discard: true })
+  }
+
   const ruleChoice: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
     Effect.forkDaemon(ruleAndRecord(req, choiceIndex, toolCalls)).pipe(Effect.flatMap(Fiber.join))
 
@@ -182,6 +191,7 @@ export const make = Effect.gen(function* () {
         (rec) => (waitForPerson && rec.effective_decision === "hold" ? awaitPerson(rec) : Effect.succeed(!rec.blocked)),
         { concurrency: "unbounded" }
       )
+      if (judge !== undefined) yield* commitAll(judge, views, req.context, released)
       return records.map((rec, i): CallRuling => {
         const blocked = !released[i]
         return {

@@ -5,7 +5,7 @@
  */
 import { Data, Duration, Effect } from "effect"
 import { isRecord } from "./path.js"
-import { type Message, type Usage, ZERO_USAGE } from "./trajectory.js"
+import { type Usage, ZERO_USAGE } from "./trajectory.js"
 
 export class ChatError extends Data.TaggedError("ChatError")<{ readonly message: string }> {}
 

@@ -2,7 +2,8 @@
  * The sandbox the runner executes tool calls against, pure: nothing here touches the world.
  *
  * A tool answers either a fixed `result`, or by the first of its `rules` whose `when` conditions
- * hold. A rule may change the sandbox state (`set`, `add`, `append`) and answers its `result`.
+ * hold. A rule may change the sandbox state (`set`, `add`, `subtract`, `append`, in that order)
+ * and answers its `result`, expanded after the updates (so it can show the new state).
  * Conditions, updates and results are evaluated against `{args, state, call}`:
  * - `args`: the call's arguments; `state`: the scenario's state (orders, balances, …), fresh per trial;
  * - `call`: `{id, index, round, name}` of the call (e.g. for ids in results).
@@ -14,7 +15,7 @@
 import { asNumber, type Condition, conditionProblem, expand, isRecord, type Path, setPath } from "./path.js"
 import { getPath } from "./path.js"
 
-export type UpdateOp = "set" | "add" | "append"
+export type UpdateOp = "set" | "add" | "subtract" | "append"
 
 export interface Update {
   readonly op: UpdateOp
@@ -63,11 +64,11 @@ const applyUpdate = (u: Update, root: Record<string, unknown>): string | null =>
   const value = expand(u.value, root)
   if (u.op === "set") return setPath(u.path, root, value)
   const current = getPath(u.path, root)
-  if (u.op === "add") {
+  if (u.op === "add" || u.op === "subtract") {
     const a = current === undefined || current === null ? 0 : asNumber(current)
     const b = asNumber(value)
-    if (a === undefined || b === undefined) return `cannot add ${JSON.stringify(value)} to ${u.path.text} (${JSON.stringify(current) ?? "missing"})`
-    return setPath(u.path, root, a + b)
+    if (a === undefined || b === undefined) return `cannot ${u.op} ${JSON.stringify(value)} ${u.op === "add" ? "to" : "from"} ${u.path.text} (${JSON.stringify(current) ?? "missing"})`
+    return setPath(u.path, root, u.op === "add" ? a + b : a - b)
   }
   if (current !== undefined && current !== null && !Array.isArray(current)) return `cannot append to ${u.path.text}: not a list`
   return setPath(u.path, root, [...(Array.isArray(current) ? current : []), value])

@@ -223,7 +223,7 @@ const statePath: D.Decoder<Path> = (n) =>
 const updates = (f: D.Fields): Result<ReadonlyArray<Update>> =>
   Either.gen(function*() {
     const out: Array<Update> = []
-    for (const op of ["set", "add", "append"] as const satisfies ReadonlyArray<UpdateOp>) {
+    for (const op of ["set", "add", "subtract", "append"] as const satisfies ReadonlyArray<UpdateOp>) {
       const node = f.child(op)
       if (node.isMissing) continue
       const m = yield* D.mapping(node)
@@ -237,7 +237,7 @@ const updates = (f: D.Fields): Result<ReadonlyArray<Update>> =>
 
 const rule: D.Decoder<Rule> = (n) =>
   Either.gen(function*() {
-    const f = yield* D.fields(n, ["when", "set", "add", "append", "result"])
+    const f = yield* D.fields(n, ["when", "set", "add", "subtract", "append", "result"])
     if (f.child("result").value === undefined) return yield* n.fail("result: is required")
     return { when: yield* f.get("when", D.list(condition), []), updates: yield* updates(f), result: yield* template(f.child("result")) }
   })

@@ -2,9 +2,12 @@
 import { readFileSync } from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
+import type { Judge, JudgeContext } from "../../../judges/Judge.js"
 import { decide, type DecideOptions, type RuleDecision } from "../../../judges/rule/evaluate.js"
-import { type BuiltPolicy, buildPolicy, type CompiledPolicy, type PolicyIssue } from "../../../judges/rule/policy.js"
+import { makeRuleJudge, type RuleJudge, type RuleJudgeOptions } from "../../../judges/rule/kind.js"
+import { type BuiltPolicy, buildPolicy, type CompiledPolicy, parsePolicyText, type PolicyIssue, policyVersion } from "../../../judges/rule/policy.js"
+import type { ToolCallView } from "../../../src/domain/tool-call.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 export const FIXTURES = path.resolve(here, "../../fixtures/policies")
@@ -54,3 +57,49 @@ export const outcome = (d: RuleDecision): string =>
 
 export const ruleCase = (rule: Record<string, unknown>, argsJson: string): RuleDecision =>
   decide(onePolicy(rule), "t", JSON.parse(argsJson), FULL)
+
+// ---------------------------------------------------------------------------------------------
+// the judge as the gate calls it (extensions, trajectory)
+
+export const WORKSPACE_FIXTURES = path.join(FIXTURES, "workspace")
+export const REFUNDS_POLICY_FILE = path.join(FIXTURES, "refunds.yaml")
+
+/** A judge context: request headers (lower-cased names) and the episode. */
+export const context = (o: { readonly headers?: Record<string, string>; readonly episode?: string | null; readonly session?: string | null } = {}): JudgeContext => ({
+  requestId: "r",
+  runId: null,
+  episodeId: o.episode ?? null,
+  sessionId: o.session ?? null,
+  principal: null,
+  agentModel: "agent",
+  headers: o.headers ?? {}
+})
+
+export const view = (name: string, args: unknown): ToolCallView => ({ name, description: "", parameters: null, arguments: args })
+
+/** A rule judge over a policy file (absolute, or relative to the fixtures). */
+export const judgeFor = (file: string, opts: Partial<RuleJudgeOptions> = {}): RuleJudge => {
+  const abs = path.resolve(FIXTURES, file)
+  const bytes = readFileSync(abs)
+  const raw = parsePolicyText(bytes.toString("utf8"), abs)
+  if (Either.isLeft(raw)) throw new Error(`${abs}: ${JSON.stringify(raw.left)}`)
+  const loaded = { ...built(raw.right), file: abs, ...policyVersion(bytes) }
+  return makeRuleJudge("rules", loaded, { mode: "full", scopes: null, scopes_header: true, ...opts })
+}
+
+/** A rule judge over an in-memory policy document. */
+export const judgeOf = (raw: unknown, opts: Partial<RuleJudgeOptions> = {}): RuleJudge =>
+  makeRuleJudge("rules", { ...built(raw), file: "<memory>", sha256: "", version: "sha256:test" }, { mode: "full", scopes: null, scopes_header: true, ...opts })
+
+/** The judge's verdict as `[decision, category]` plus the reason. */
+export const ruleWith = (judge: Judge, call: ToolCallView, ctx: JudgeContext = context()) => {
+  const v = Effect.runSync(judge.rule(call, ctx))
+  return { decision: v.decision, rule: v.category, reason: v.reason }
+}
+
+/** Rule on a call and report its fate to the judge the way the gate does (`released` = it went back to the agent). */
+export const ruleAndCommit = (judge: Judge, call: ToolCallView, ctx: JudgeContext, released?: boolean) => {
+  const r = ruleWith(judge, call, ctx)
+  if (judge.commit !== undefined) Effect.runSync(judge.commit(call, ctx, released ?? r.decision === "allow"))
+  return r
+}
