@@ -113,6 +113,16 @@ const EMPTY_SPEC: ExtensionSpec = {
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const describe = (u: unknown): string => (u === null ? "null" : Array.isArray(u) ? "a list" : typeof u === "object" ? "a mapping" : typeof u)
 
+const editDistance = (a: string, b: string): number => {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i]
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    prev = cur
+  }
+  return prev[b.length]!
+}
+
 /** Collects problems with their key path (`vetobench.paths.workspace`) and rule id. */
 export class Reader {
   readonly issues: Array<PolicyIssue> = []
@@ -128,7 +138,7 @@ export class Reader {
     }
     for (const k of Object.keys(v)) {
       if (!known.includes(k)) {
-        const near = known.find((x) => x.toLowerCase() === k.toLowerCase() || x.replace(/_/g, "") === k.replace(/[-_]/g, "").toLowerCase())
+        const near = known.find((x) => editDistance(x, k.toLowerCase()) <= 2)
         this.fail(`${path}.${k}`, `unknown key${near !== undefined ? `; did you mean "${near}"?` : ` (known: ${known.join(", ")})`}`, rule)
       }
     }

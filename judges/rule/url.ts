@@ -115,6 +115,7 @@ export interface HostAllow {
 
 /** Parse an `allow_hosts` entry (`host`, `host:port`, `*.host`, `[::1]:8080`), or say why it is malformed. */
 export const parseHostEntry = (entry: string): HostAllow | string => {
+  if (/[/?#]/.test(entry)) return "is not a host name (a host, host:port or *.domain; no path)"
   const subdomains = entry.startsWith("*.")
   const probe = parseUrl(`https://${subdomains ? entry.slice(2) : entry}/`, "entry")
   if (probe instanceof UrlProblem) return probe.why.replace(/^entry /, "")

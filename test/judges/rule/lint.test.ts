@@ -20,7 +20,7 @@ describe("lint", () => {
   })
 
   it("unknown top-level keys (with a suggestion), but not the reserved vetobench key; case variants", () => {
-    const w = lint({ ...base([{ id: "T", tag: "destructive", kind: "tool", message: "m" }]), rulez: [], vetobench: { x: 1 }, PROVIDER: "p" })
+    const w = lint({ ...base([{ id: "T", tag: "destructive", kind: "tool", message: "m" }]), rulez: [], vetobench: { trajectory: [] }, PROVIDER: "p" })
     expect(w).toContain('rulez: unknown top-level key "rulez" is ignored (the Go gate ignores it too); did you mean "rules"?')
     expect(w).toContain('PROVIDER: key "PROVIDER" is read as "provider" (keys match case-insensitively); write it as "provider"')
     expect(w.join("\n")).not.toContain("vetobench")
