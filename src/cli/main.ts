@@ -11,7 +11,10 @@ import { VERSION } from "../version.js"
 import { auditCommand } from "./audit.js"
 import { demoCommand } from "./demo.js"
 import { fakeVllmCommand } from "./fake-vllm.js"
+import { policyCommand } from "./policy.js"
 import { proxyCommand } from "./proxy.js"
+import { runCommand } from "./run.js"
+import { scoreCommand } from "./score.js"
 import { scenariosCommand } from "./scenarios.js"
 import { smokeCommand } from "./smoke.js"
 import { splitCommand } from "./split.js"
@@ -19,7 +22,7 @@ import { verifyAuditCommand } from "./verify-audit.js"
 
 const root = Command.make("vetobench").pipe(
   Command.withDescription("test bench for the tool-call trust boundary"),
-  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand])
+  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, scoreCommand, policyCommand])
 )
 
 const cli = Command.run(root, { name: "vetobench", version: VERSION })

@@ -17,7 +17,9 @@ import { loadPublicKey } from "../audit/verify-files.js"
 import { signerFromPem } from "../domain/checkpoint.js"
 import { approveRun, DEFAULT_APPROVALS, verifyApproval } from "../scenarios/approval.js"
 import { loadPrices, type PriceTable } from "../scenarios/cost.js"
+import { displayPath } from "../scenarios/report.js"
 import { replayRun, runScenarios } from "../scenarios/run.js"
+import { resolveFrom } from "../scenarios/runfile.js"
 import { CliFailure, configOption, settingsFrom } from "./options.js"
 
 const DEFAULT_DIR = "runs/scenarios"
@@ -139,11 +141,12 @@ const approve = Command.make(
         ),
         Effect.mapError((e) => (e._tag === "CliFailure" ? e : e._tag === "AuditWriteError" ? new CliFailure({ message: `${e.file}: ${e.reason}` }) : toCli(e)))
       )
+      const shown = (p: string) => displayPath(resolveFrom(path.dirname(r.approvalsFile), p))
       yield* print(`APPROVED ${o.file} by ${r.record.approver} at ${r.record.ts}`)
-      yield* print(`  prompt ${r.record.prompt_path} sha256 ${r.record.prompt_sha256}`)
-      for (const s of r.record.scenarios) yield* print(`  scenarios ${s.path} sha256 ${s.sha256}`)
-      yield* print(`  run file ${r.record.run_file} sha256 ${r.record.run_file_sha256} (${r.record.passed}/${r.record.trials} trials passed)`)
-      yield* print(`  record ${r.record.seq} of ${r.approvalsFile}`)
+      yield* print(`  prompt    ${shown(r.record.prompt_path)} sha256 ${r.record.prompt_sha256}`)
+      for (const s of r.record.scenarios) yield* print(`  scenarios ${shown(s.path)} sha256 ${s.sha256}`)
+      yield* print(`  run file  ${shown(r.record.run_file)} sha256 ${r.record.run_file_sha256} (${r.record.passed}/${r.record.trials} trials passed)`)
+      yield* print(`  record ${r.record.seq} of ${displayPath(r.approvalsFile)} (verify with: vetobench scenarios verify --approvals ${displayPath(r.approvalsFile)})`)
     })
 ).pipe(Command.withDescription("approve a live run in which every scenario passed: an audit record binding the prompt, scenarios and run file"))
 

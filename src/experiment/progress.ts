@@ -146,10 +146,7 @@ export const layer = (opts: ProgressOptions = {}): Layer.Layer<Progress> =>
           if (done - Math.max(printedDone, 0) >= everyItems || now - printedAt >= everyMs || done === total) render(now)
         }
 
-        if (total > 0) {
-          if (sink.isTTY) render(started)
-          else sink.write(`${label}  ${total} to run\n`)
-        }
+        if (total > 0 && sink.isTTY) render(started)
 
         // periodic: redraw on a TTY (rate/ETA move), print a changed state otherwise
         yield* Clock.currentTimeMillis.pipe(

@@ -3,9 +3,16 @@
  * broke it, shown as the calls themselves (`issue_refund({"order_id":"A1004","amount":50})`).
  * Identical failures of several trials are shown once, with the trial numbers.
  */
+import * as path from "node:path"
 import { classifyFailures, type FailureClass } from "./outcome.js"
-import type { RunHeader, SummaryLine, TrialLine, Variant, VariantSummary } from "./runfile.js"
+import { resolveFrom, type RunHeader, type SummaryLine, type TrialLine, type Variant, type VariantSummary } from "./runfile.js"
 import { showCall } from "./trajectory.js"
+
+/** A path as a person at the terminal reads it: relative to the working directory when under it, else absolute. */
+export const displayPath = (abs: string): string => {
+  const rel = path.relative(process.cwd(), abs)
+  return rel === "" || rel.startsWith("..") || path.isAbsolute(rel) ? abs : rel
+}
 
 const pad = (s: string, n: number) => (s.length >= n ? `${s} ` : s + " ".repeat(n - s.length))
 
@@ -54,12 +61,13 @@ export const scenarioLines = (scenario: string, trials: ReadonlyArray<TrialLine>
 }
 
 export const headerLines = (h: RunHeader, runFile: string): Array<string> => {
-  const prompt = (p: RunHeader["prompt"]) => `${p.path}${p.version === null ? "" : ` (${p.version})`} sha256 ${p.sha256.slice(0, 12)}…`
+  const dir = path.dirname(runFile)
+  const prompt = (p: RunHeader["prompt"]) => `${displayPath(resolveFrom(dir, p.path))}${p.version === null ? "" : ` (${p.version})`} sha256 ${p.sha256.slice(0, 12)}…`
   return [
     `${h.live ? "scenario run" : "scenario REPLAY (offline re-check; cannot be approved)"} ${h.run_id} — model ${h.model}${h.proxy_url === null ? "" : ` via ${h.proxy_url}`}`,
     `  ${h.baseline === null ? "prompt   " : "candidate"} ${prompt(h.prompt)}`,
     ...(h.baseline === null ? [] : [`  baseline  ${prompt(h.baseline)}`]),
-    `  run file  ${runFile}`
+    `  run file  ${displayPath(runFile)}`
   ]
 }
 

@@ -16,7 +16,7 @@ import { DEFAULT_MAX_ROUNDS, episodeId, runTrial } from "./agent.js"
 import { type ChatFn, makeChat } from "./client.js"
 import { costOf, type PriceTable } from "./cost.js"
 import { judgeTrajectory } from "./outcome.js"
-import { headerLines, scenarioLines, summaryLines } from "./report.js"
+import { displayPath, headerLines, scenarioLines, summaryLines } from "./report.js"
 import {
   appendLines,
   createRunFile,
@@ -172,7 +172,7 @@ export const runScenarios = (opts: RunOptions): Effect.Effect<RunResult, Scenari
     const all: Array<TrialLine> = []
     for (const file of suite) {
       const rel = relativeTo(dir, file.file)
-      yield* log(`\n${file.name} (${rel})`)
+      yield* log(`\n${file.name} (${displayPath(file.file)})`)
       for (const scenario of file.scenarios) {
         const n = opts.trials ?? scenario.trials
         const jobs = variants.flatMap(([variant, prompt]) => Array.from({ length: n }, (_, i) => ({ variant, prompt, trial: i + 1 })))
@@ -263,7 +263,7 @@ export const replayRun = (opts: ReplayOptions): Effect.Effect<ReplayResult, Scen
     for (const file of suite) {
       const oldRel = relativeTo(srcDir, file.file)
       const rel = relativeTo(dir, file.file)
-      yield* log(`\n${file.name} (${rel})`)
+      yield* log(`\n${file.name} (${displayPath(file.file)})`)
       const inFile = source.trials.filter((t) => t.file === oldRel)
       for (const t of inFile) if (!file.scenarios.some((s) => s.id === t.scenario)) dropped.push(`${t.scenario} trial ${t.trial} (${t.variant})`)
       for (const scenario of file.scenarios) {

@@ -15,7 +15,8 @@ import {
   type BridgeSession,
   type CaseEnvironment,
   PythonBridge,
-  type PythonBridgeShape
+  type PythonBridgeShape,
+  pyJson
 } from "../../layers/PythonBridge.js"
 import { NoRoute, Upstreams } from "../../layers/Upstreams.js"
 import {
@@ -44,16 +45,6 @@ import { formatDuration, formatProgress, layer as progressLayer, Progress, type 
 
 // ---------------------------------------------------------------------------------------------
 // doubles
-
-/** Python `json.dumps` defaults: `", "` / `": "` separators, non-ASCII as `\uXXXX`. */
-const pyJson = (v: unknown): string => {
-  if (Array.isArray(v)) return `[${v.map(pyJson).join(", ")}]`
-  if (typeof v === "object" && v !== null) {
-    return `{${Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => `${pyJson(k)}: ${pyJson(x)}`).join(", ")}}`
-  }
-  if (v === undefined) return "null"
-  return (JSON.stringify(v) ?? "null").replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`)
-}
 
 const SPECS: Record<string, ReadonlyArray<Record<string, unknown>>> = {
   Mail: [
@@ -98,11 +89,20 @@ const testBridge = (opts: { crashes?: number; failEnv?: string } = {}) => {
         }
         return Effect.succeed(out)
       }),
-    callTool: (name, args) =>
-      Effect.sync(() => {
+    // like bridge.py: the raw arguments text is parsed ("" → {}), invalid JSON → bad_arguments
+    callTool: (name, raw) =>
+      Effect.suspend(() => {
+        let args: unknown = {}
+        if (typeof raw === "string" && raw !== "") {
+          try {
+            args = JSON.parse(raw)
+          } catch (e) {
+            return Effect.fail(new BridgeError({ reason: "bad_arguments", message: `invalid tool arguments JSON: ${String(e)}` }))
+          }
+        }
         log.calls.push({ name, args })
         const result = { success: true, data: { tool: name } }
-        return { result, resultJson: pyJson(result), argumentsJson: pyJson(args) }
+        return Effect.succeed({ result, resultJson: pyJson(result), argumentsJson: pyJson(args) })
       })
   }
   const shape: PythonBridgeShape = {
@@ -239,7 +239,7 @@ describe("episode (eval.py port)", () => {
       expect(sent).toHaveLength(1)
       expect(bridge.log.calls).toEqual([])
       expect(record.vetobench).toMatchObject({ status: "error", rounds: 1 })
-      expect(record.vetobench.error).toMatch(/not valid JSON/)
+      expect(record.vetobench.error).toMatch(/^invalid tool arguments JSON/)
       expect(record.output).toHaveLength(2)
     }))
 
@@ -720,7 +720,6 @@ describe("Progress", () => {
         })
       ).pipe(Effect.provide(layer))
       const lines = out.join("").split("\n").filter((l) => l !== "")
-      expect(lines[0]).toBe("[x]  5 to run")
       expect(lines.filter((l) => l.startsWith("[x]  ") && l.includes("/5"))).toHaveLength(3) // 2, 4, 5
       expect(lines.at(-2)).toMatch(/^\[x\] {2}5\/5 .* errors 1$/)
       expect(lines.at(-1)).toBe("hello")

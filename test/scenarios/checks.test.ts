@@ -20,7 +20,7 @@ const check = (yaml: string): Check => {
 }
 
 /** A trajectory from calls given as [name, args] (one round per call unless `round` is given). */
-const traj = (calls: ReadonlyArray<readonly [string, unknown, number?]>, finalText: string | null = "ok"): Pick<Trajectory, "calls" | "final_text"> => ({
+const traj = (calls: ReadonlyArray<readonly [string, unknown, (number | undefined)?]>, finalText: string | null = "ok"): Pick<Trajectory, "calls" | "final_text"> => ({
   calls: calls.map(([name, args, round], index): TrajectoryCall => ({ index, round: round ?? index + 1, id: `call_${index}`, name, arguments: args, result: null })),
   final_text: finalText
 })

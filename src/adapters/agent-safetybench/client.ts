@@ -15,6 +15,8 @@
  */
 import { Data, Duration, Effect, type Scope } from "effect"
 import { Agent, request } from "undici"
+import { errorCode } from "../../../layers/http-errors.js"
+import { pyJsonDumps } from "../../domain/python-json.js"
 
 export class CaseError extends Data.TaggedError("CaseError")<{ readonly message: string }> {}
 
@@ -155,7 +157,8 @@ export const makeProxyClient = (
 
     return (episode) => (messages, tools) =>
       Effect.gen(function*() {
-        const body = JSON.stringify(chatBody(opts.route, opts.maxTokens, messages, tools))
+        // Python-style numbers (a `PyFloat` 21.0 stays `21.0`), as the benchmark's client would send them
+        const body = pyJsonDumps(chatBody(opts.route, opts.maxTokens, messages, tools), { ensureAscii: false, separators: [",", ":"] })
         let last = "no attempt made"
         for (let k = 0; k < attempts; k++) {
           const a = yield* once(episode, body)
@@ -171,15 +174,9 @@ export const makeProxyClient = (
 
 /** A transport failure as one line (`ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1`). */
 export const transportReason = (e: unknown): string => {
-  let cur: unknown = e
-  let code: string | undefined
-  for (let i = 0; i < 4 && isRecord(cur); i++) {
-    if (code === undefined && typeof cur.code === "string") code = cur.code
-    if (cur.cause === undefined) break
-    cur = cur.cause
-  }
+  const code = errorCode(e)
   const msg = e instanceof Error ? e.message : String(e)
-  const inner = cur instanceof Error && cur !== e ? cur.message : ""
+  const inner = e instanceof Error && e.cause instanceof Error ? e.cause.message : ""
   const text = inner !== "" && inner !== msg ? `${msg} (${inner})` : msg
   return code !== undefined && !text.includes(code) ? `${code}: ${text}` : text
 }

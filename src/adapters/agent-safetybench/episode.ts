@@ -15,10 +15,14 @@
  *   scored), `error` (reported, never dropped): a blank or missing final answer, tool-call
  *   arguments that are not JSON, an environment the benchmark cannot create, a 4xx from the proxy.
  *
- * Bad arguments JSON: eval.py's `json.loads` raises and the whole case is an error
- * (benchmarks.md §2.4, §5.1 item 7, "faithful"); the prior port skipped the round instead
- * (reference §8.1). We follow eval.py: the case ends with status `error`, its messages so far
- * kept in `output` and the reason in `vetobench.error`.
+ * Bad arguments JSON (the bridge's `json.loads` fails: BridgeError `bad_arguments`): eval.py raises
+ * and the whole case is an error (benchmarks.md §2.4, §5.1 item 7, the faithful rule); the prior
+ * port skipped the round instead (reference §8.1). We follow eval.py: the case ends with status
+ * `error`, its messages so far kept in `output` and the reason in `vetobench.error`.
+ *
+ * Tool exceptions: the bridge turns an exception raised inside a tool into the tool result
+ * `{"success": false, "message": "Tool error: <e>"}` (the prior port's documented deviation;
+ * eval.py would make the case an error), so such a case goes on.
  */
 import { Effect, Either } from "effect"
 import type { BridgeError, BridgeSession, CaseEnvironment } from "../../../layers/PythonBridge.js"
@@ -104,7 +108,7 @@ export const caseEnvironments = (c: AsbenchCase): Either.Either<ReadonlyArray<Ca
 export interface FirstCall {
   readonly id: unknown
   readonly name: string
-  /** the raw `function.arguments` text ("" when absent) */
+  /** the raw `function.arguments` text ("" when absent; a non-string is JSON-encoded) */
   readonly arguments: string
 }
 
@@ -118,16 +122,6 @@ export const firstToolCall = (message: Readonly<Record<string, unknown>>): First
     id: isRecord(call) ? call.id ?? null : null,
     name: typeof fn.name === "string" ? fn.name : "",
     arguments: typeof raw === "string" ? raw : raw === undefined || raw === null ? "" : JSON.stringify(raw)
-  }
-}
-
-/** eval.py's `json.loads(arguments)`, with "" read as `{}`; invalid JSON is the case's error. */
-export const parseArguments = (raw: string): Either.Either<unknown, string> => {
-  if (raw === "") return Either.right({})
-  try {
-    return Either.right(JSON.parse(raw) as unknown)
-  } catch (e) {
-    return Either.left(`tool-call arguments are not valid JSON (${e instanceof Error ? e.message : String(e)}): ${raw.length > 200 ? `${raw.slice(0, 200)}…` : raw}`)
   }
 }
 
@@ -183,9 +177,8 @@ export const runEpisode = (input: EpisodeInput): Effect.Effect<AsbenchRecord, Br
         blocked += step.blocked
         const call = firstToolCall(step.message)
         if (call !== undefined) {
-          const args = parseArguments(call.arguments)
-          if (Either.isLeft(args)) return yield* Effect.fail(new Stop(args.left))
-          const result = yield* session.callTool(call.name, args.right)
+          // the raw text: Python parses it as OpenaiAPI does ("" → {}, `1.0` stays a float)
+          const result = yield* session.callTool(call.name, call.arguments)
           messages.push(
             { role: "assistant", tool_calls: [{ id: call.id, type: "function", function: { arguments: result.argumentsJson, name: call.name } }] },
             { role: "tool", content: result.resultJson, tool_call_id: call.id, name: call.name }
@@ -204,7 +197,7 @@ export const runEpisode = (input: EpisodeInput): Effect.Effect<AsbenchRecord, Br
       Effect.catchAll((e: Stop | CaseError | BridgeError): Effect.Effect<AsbenchRecord, BridgeError> => {
         if (e instanceof Stop) return Effect.succeed(makeRecord(c, messages, info("error", e.reason)))
         if (e._tag === "BridgeError" && e.reason === "crashed") return Effect.fail(e)
-        const reason = e._tag === "BridgeError" ? `bridge (${e.reason}): ${e.message}` : e.message
+        const reason = e._tag === "CaseError" || e.reason === "bad_arguments" ? e.message : `bridge (${e.reason}): ${e.message}`
         return Effect.succeed(makeRecord(c, messages, info("error", reason)))
       })
     )

@@ -4,8 +4,9 @@
  *
  * 1. Health check: `GET <proxy base>/healthz` (5 s); unreachable → one line naming the command
  *    that starts the proxy.
- * 2. Cases: `<paths.asbench_dir>/data/released_data.json`, restricted to the split's
- *    `split_part` ids when the experiment names a split, in dataset order.
+ * 2. Cases: `<paths.asbench_dir>/data/released_data.json` (read as Python's `json.load`, so
+ *    `21.0` stays a float), restricted to the split's `split_part` ids when the experiment names a
+ *    split, in dataset order.
  * 3. Resume: `gen_res.jsonl` — ids whose last line has a status other than `error` are done.
  * 4. `workers` episodes at once, each on a bridge session of its own; a crashed bridge process
  *    → the case is retried once on a fresh one; any other failure → an `error` record (a case
@@ -17,10 +18,12 @@
 import { Data, Effect, Either } from "effect"
 import * as path from "node:path"
 import { request } from "undici"
+import { errorCode } from "../../../layers/http-errors.js"
 import { BridgeError, PythonBridge } from "../../../layers/PythonBridge.js"
 import type { Experiment, Variant } from "../../config/experiment.js"
 import { asbenchRunDir, routeFor, runIdFor } from "../../config/experiment.js"
 import { Settings } from "../../config/service.js"
+import { pyJsonDumps } from "../../domain/python-json.js"
 import { Progress } from "../../experiment/progress.js"
 import { type ClientOptions, makeProxyClient } from "./client.js"
 import { type AsbenchCase, type AsbenchRecord, decodeCase, errorRecord, runEpisode } from "./episode.js"
@@ -68,8 +71,11 @@ export const checkProxy = (proxyUrl: string, settingsFile: string, timeoutMs = 5
     },
     catch: (e) => {
       const name = e instanceof Error ? e.name : ""
-      const code = typeof e === "object" && e !== null && "code" in e ? String(e.code) : ""
-      const text = name === "TimeoutError" || name === "AbortError" ? `no answer within ${timeoutMs / 1000}s` : [code, e instanceof Error ? e.message : String(e)].filter((s) => s !== "").join(": ")
+      const code = errorCode(e) ?? ""
+      const msg = e instanceof Error ? e.message : String(e)
+      const text = name === "TimeoutError" || name === "AbortError"
+        ? `no answer within ${timeoutMs / 1000}s`
+        : code !== "" && !msg.includes(code) ? `${code}: ${msg}` : msg
       return new AsbenchError({
         message: `veto-proxy is not reachable at ${base} (${text}). Start it with: vetobench proxy -c ${settingsFile}`
       })
@@ -121,9 +127,9 @@ export const resumeFrom = (lines: ReadonlyArray<Record<string, unknown>>): Map<n
   return done
 }
 
-/** `gen_res.json`: records sorted by id, indent 1, non-ASCII kept literally. */
+/** `gen_res.json`: records sorted by id, as eval.py writes it (`json.dump(…, indent=1, ensure_ascii=False)`). */
 export const genResJson = (records: Iterable<Record<string, unknown>>): string =>
-  JSON.stringify([...records].sort((a, b) => Number(a.id) - Number(b.id)), null, 1)
+  pyJsonDumps([...records].sort((a, b) => Number(a.id) - Number(b.id)), { indent: 1, ensureAscii: false })
 
 const crashed = (e: BridgeError) => e.reason === "crashed"
 

@@ -2,11 +2,19 @@
  * Resumable result files: append-only JSONL (one write + fsync per record, serialised; a torn last
  * line is cut off when the file is opened), JSONL reading (last line per id wins) and atomic JSON
  * writes (temp file + rename).
+ *
+ * JSON is read and written the way Python's `json` module does it (`parsePythonJson`,
+ * `pyJsonDumps` with `ensure_ascii=False`), so a float such as `21.0` in a case's parameters stays a
+ * float through `gen_res.jsonl` / `gen_res.json` into ShieldAgent's `env_info`, as upstream.
  */
 import { Data, Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
+import { parsePythonJson, pyJsonDumps } from "../../domain/python-json.js"
+
+/** One JSONL line: Python JSON on one line, non-ASCII kept (control characters are escaped). */
+export const jsonLine = (record: unknown): string => `${pyJsonDumps(record, { ensureAscii: false })}\n`
 
 export class StoreError extends Data.TaggedError("StoreError")<{ readonly file: string; readonly reason: string }> {
   override get message(): string {
@@ -32,7 +40,7 @@ export const readJsonl = (file: string): Effect.Effect<Array<Record<string, unkn
       for (const line of text.split("\n")) {
         if (line.trim() === "") continue
         try {
-          const v: unknown = JSON.parse(line)
+          const v: unknown = parsePythonJson(line)
           if (isRecord(v)) out.push(v)
         } catch {
           // a torn line: the record was never acknowledged, so it is re-done
@@ -85,7 +93,7 @@ export const openAppender = (file: string): Effect.Effect<Appender, StoreError, 
           Effect.uninterruptible(
             Effect.tryPromise({
               try: async () => {
-                await handle.write(`${JSON.stringify(record)}\n`)
+                await handle.write(jsonLine(record))
                 await handle.datasync()
               },
               catch: (e) => new StoreError({ file, reason: `cannot append: ${reasonOf(e)}` })
@@ -113,10 +121,10 @@ export const writeFileAtomic = (file: string, text: string): Effect.Effect<void,
     catch: (e) => new StoreError({ file, reason: `cannot write: ${reasonOf(e)}` })
   })
 
-/** Read and parse a JSON file. */
+/** Read and parse a JSON file (as Python's `json.load`). */
 export const readJsonFile = (file: string): Effect.Effect<unknown, StoreError> =>
   Effect.try({
-    try: () => JSON.parse(fs.readFileSync(file, "utf8")) as unknown,
+    try: () => parsePythonJson(fs.readFileSync(file, "utf8")),
     catch: (e) => {
       const code = isRecord(e) && typeof e.code === "string" ? e.code : undefined
       return new StoreError({ file, reason: code === "ENOENT" ? "not found" : `cannot read: ${reasonOf(e)}` })

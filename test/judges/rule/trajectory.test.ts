@@ -3,6 +3,7 @@
  * state per episode that changes only for released calls, reservations between ruling and commit,
  * the LRU bound and the TTL, and validation.
  */
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { formatIssue } from "../../../judges/rule/policy.js"
 import { context, issuesOf, judgeFor, judgeOf, REFUNDS_POLICY_FILE, ruleAndCommit, ruleWith, view } from "./support.js"
@@ -94,12 +95,13 @@ describe("the split refund ($120 for one order; ceiling $50 per order per episod
     const b = refund("A-1", 40)
     expect(ruleWith(j, a, ctx).decision).toBe("allow")
     expect(ruleWith(j, b, ctx).decision).toBe("deny")
-    // `a` was blocked after all (another layer): its reservation goes, and a new $40 fits
-    expect(j.commit).toBeDefined()
-    ruleAndCommit(j, b, ctx, false)
-    expect(ruleAndCommit(j, a, ctx, false).decision).toBe("allow")
-    const c = refund("A-1", 40)
-    expect(ruleAndCommit(j, c, ctx).decision).toBe("allow")
+    // the gate commits both: `b` was blocked; `a` was blocked too, after all (by another layer)
+    Effect.runSync(j.commit!(b, ctx, false))
+    Effect.runSync(j.commit!(a, ctx, false))
+    // a's reservation is gone and nothing was recorded, so a new $40 fits, and then $10 more
+    expect(ruleAndCommit(j, refund("A-1", 40), ctx).decision).toBe("allow")
+    expect(ruleAndCommit(j, refund("A-1", 10), ctx).decision).toBe("allow")
+    expect(ruleAndCommit(j, refund("A-1", 1), ctx).decision).toBe("deny")
   })
 
   it("a trajectory judge is not cacheable and has the commit hook; a judge without one has neither state nor hook", () => {

@@ -1,0 +1,144 @@
+/**
+ * `vetobench run` and `vetobench score` as users run them: the built bundle against real
+ * `vetobench fake-vllm --port 0` and `vetobench proxy` processes, a temp repo whose settings point
+ * `paths.asbench_dir` at the fixture checkout, and an experiment with two variants.
+ */
+import type { ChildProcess } from "node:child_process"
+import * as fs from "node:fs"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { exited, runCli, startCli } from "../support/cli.js"
+
+const FIXTURE = fileURLToPath(new URL("../fixtures/agent-safetybench-mini", import.meta.url))
+const ALL_IDS = [0, 1, 2, 3, 4, 5, 6, 7, 8]
+
+let dir = ""
+let proxyUrl = ""
+const procs: Array<ChildProcess> = []
+
+const settingsYaml = (fakeUrl: string, extra: ReadonlyArray<string> = []) =>
+  [
+    "upstreams:",
+    "  - name: fake",
+    `    base_url: ${fakeUrl}`,
+    "judges:",
+    "  allow-all: { kind: static, decision: allow }",
+    "proxy:",
+    "  port: 0",
+    "paths:",
+    `  asbench_dir: ${FIXTURE}`,
+    ...extra,
+    ""
+  ].join("\n")
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-run-"))
+  fs.mkdirSync(path.join(dir, "configs"))
+  const fake = await startCli(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+  procs.push(fake.proc)
+  const fakeUrl = fake.match[1]!
+  fs.writeFileSync(path.join(dir, "configs", "vetobench.yaml"), settingsYaml(fakeUrl, ["scoring:", "  shieldagent_model: shieldagent"]))
+  fs.writeFileSync(path.join(dir, "configs", "noscorer.yaml"), settingsYaml(fakeUrl))
+  const proxy = await startCli(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+  procs.push(proxy.proc)
+  proxyUrl = proxy.match[1]!
+  fs.writeFileSync(
+    path.join(dir, "configs", "exp.yaml"),
+    [
+      "name: cli",
+      `proxy_url: ${proxyUrl}`,
+      "models: [qwen3.8-27b]",
+      "judges: [allow-all]",
+      "arms: [baseline, enforce]",
+      "agent_safetybench:",
+      "  workers: 4",
+      ""
+    ].join("\n")
+  )
+})
+
+afterAll(async () => {
+  for (const p of procs.reverse()) {
+    p.kill("SIGTERM")
+    await exited(p)
+  }
+})
+
+const cli = (args: ReadonlyArray<string>) => runCli(args, { cwd: dir })
+const runDir = (variant: string) => path.join(dir, "runs", "cli", "asbench", "qwen3.8-27b", variant)
+const jsonLines = (file: string) =>
+  fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>)
+
+describe("vetobench run / score", () => {
+  it("runs every model × variant on the fixture, then scores them", () => {
+    const r = cli(["run", "-e", "configs/exp.yaml"])
+    expect(r.code).toBe(0)
+    const headers = r.stdout.split("\n").filter((l) => l.startsWith("== "))
+    expect(headers).toEqual(["== Agent-SafetyBench | qwen3.8-27b | baseline", "== Agent-SafetyBench | qwen3.8-27b | enforce-allow-all"])
+    expect(r.stdout).toContain("[asbench] qwen3.8-27b@enforce:allow-all: 9 ok, 0 exceeded, 0 error (0 of 9 done before)")
+    for (const variant of ["baseline", "enforce-allow-all"]) {
+      const records = JSON.parse(fs.readFileSync(path.join(runDir(variant), "gen_res.json"), "utf8")) as Array<{
+        id: number
+        output: Array<{ role: string }>
+        vetobench: { status: string; run_id: string }
+      }>
+      expect(records.map((x) => x.id)).toEqual(ALL_IDS)
+      expect(records.every((x) => x.vetobench.status === "ok" && x.output[0]?.role === "system")).toBe(true)
+      expect(records[0]!.vetobench.run_id).toBe(`cli.asbench.qwen3.8-27b.${variant}`)
+      // the proxy (its own process) logged the run under the run id, per episode
+      const audit = jsonLines(path.join(dir, "runs", "audit", `cli.asbench.qwen3.8-27b.${variant}.jsonl`)).filter((x) => x.type === "call")
+      expect(audit.length).toBeGreaterThan(0)
+      expect(audit.every((x) => typeof x.episode_id === "string" && /^asbench:\d$/.test(x.episode_id))).toBe(true)
+    }
+
+    // a second run finds everything done
+    const again = cli(["run", "-e", "configs/exp.yaml", "--variant", "baseline"])
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain("[asbench] qwen3.8-27b@baseline: 0 ok, 0 exceeded, 0 error (9 of 9 done before)")
+
+    const s = cli(["score", "-e", "configs/exp.yaml"])
+    expect(s.code).toBe(0)
+    expect(s.stdout.split("\n").filter((l) => l.startsWith("== "))).toEqual([
+      "== ShieldAgent | qwen3.8-27b | baseline",
+      "== ShieldAgent | qwen3.8-27b | enforce-allow-all"
+    ])
+    for (const variant of ["baseline", "enforce-allow-all"]) {
+      const labels = jsonLines(path.join(runDir(variant), "shield.jsonl"))
+      expect(labels.map((x) => x.id).sort()).toEqual(ALL_IDS)
+      for (const l of labels) {
+        expect(Object.keys(l)).toEqual(["id", "shield_output", "pred_label"])
+        expect([0, 1]).toContain(l.pred_label)
+        expect(String(l.shield_output)).toMatch(/^\[Answer\] (un)?safe\n/)
+      }
+    }
+  })
+
+  it("--bench asb is accepted and skipped with one line", () => {
+    const r = cli(["run", "-e", "configs/exp.yaml", "--bench", "asb"])
+    expect(r.code).toBe(0)
+    expect(r.stdout.trim()).toBe("== ASB: skipped (ASB runs come with the ASB issue)")
+  })
+
+  it("errors are one line, exit 1", () => {
+    const unknown = cli(["run", "-e", "configs/exp.yaml", "--model", "nope"])
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr.trim()).toBe("vetobench: experiment cli has no model 'nope' (models: qwen3.8-27b)")
+
+    fs.writeFileSync(path.join(dir, "configs", "down.yaml"), "name: down\nproxy_url: http://127.0.0.1:9/v1\nmodels: [qwen3.8-27b]\narms: [baseline]\n")
+    const down = cli(["run", "-e", "configs/down.yaml"])
+    expect(down.code).toBe(1)
+    expect(down.stderr.trim().split("\n")).toHaveLength(1)
+    expect(down.stderr).toMatch(/^vetobench: veto-proxy is not reachable at http:\/\/127\.0\.0\.1:9 \(.+\)\. Start it with: vetobench proxy -c configs\/vetobench\.yaml\n$/)
+
+    const noScorer = cli(["score", "-e", "configs/exp.yaml", "-c", "configs/noscorer.yaml"])
+    expect(noScorer.code).toBe(1)
+    expect(noScorer.stderr).toBe("vetobench: set scoring.shieldagent_model in the config\n")
+
+    const missing = cli(["run", "-e", "configs/none.yaml"])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr.trim().split("\n")).toHaveLength(1)
+    expect(missing.stderr).toContain("configs/none.yaml")
+  })
+})
