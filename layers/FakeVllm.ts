@@ -103,9 +103,10 @@ export interface FakeVllmKnobs {
   content: string | null
   /**
    * scripted multi-turn agents, chosen by the system prompt and user text, answered turn by turn
-   * (see `FakeScript` in `fake-vllm/behaviour.ts`); used when `nextCalls` is null. Default `[]`.
+   * (see `FakeScript` in `fake-vllm/behaviour.ts`); used when `nextCalls` is null. Unset by
+   * default and by `reset()`.
    */
-  scripts: Array<FakeScript>
+  scripts?: Array<FakeScript>
 }
 
 export interface FakeVllmShape {
@@ -135,8 +136,7 @@ const defaultKnobs = (): FakeVllmKnobs => ({
   chunkDelayMs: 0,
   malformed: false,
   nextCalls: null,
-  content: null,
-  scripts: []
+  content: null
 })
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
@@ -315,7 +315,7 @@ const makeHandler = (options: FakeVllmOptions) => {
     knobs.malformed = d.malformed
     knobs.nextCalls = d.nextCalls
     knobs.content = d.content
-    knobs.scripts = d.scripts
+    delete knobs.scripts
   }
 
   const shutdown = () => {

@@ -33,7 +33,7 @@ export class BridgeError extends Data.TaggedError("BridgeError")<{
   /** `setup`: no python3 / no checkout / bad checkout (one clear message naming what to install);
    *  `crashed`: the process died (or timed out and was killed); `protocol`: an unreadable answer;
    *  `case`: the benchmark refused the case; `bad_arguments`: `callTool` got arguments that are not
-   *  valid JSON (eval.py's `json.loads` raises; the runner skips the round, reference §8.1) */
+   *  valid JSON (eval.py's `json.loads` raises; the runner makes the case an error, as eval.py does — benchmarks.md §5.1) */
   readonly reason: "setup" | "crashed" | "protocol" | "case" | "bad_arguments"
   readonly message: string
 }> {}

@@ -112,6 +112,12 @@ export const transportError = (u: UpstreamSettings, e: unknown, timeout_s: numbe
   return new UpstreamUnavailable({ upstream: u.name, reason: `${code ?? "error"}: ${msg} (${u.base_url})` })
 }
 
+/** Free an upstream body whether or not it was read; a destroyed unread body may emit an error nobody else listens to. */
+const releaseBody = (body: Dispatcher.ResponseData["body"]) => {
+  body.on("error", () => {})
+  body.destroy()
+}
+
 const makePool = (u: UpstreamSettings): PoolEntry => {
   const url = new URL(u.base_url)
   const ca = typeof u.verify_tls === "string" ? readFileSync(u.verify_tls) : undefined
@@ -155,8 +161,9 @@ export const make = (settings: SettingsShape) =>
       }
       if (opts.requestId) headers["x-request-id"] = opts.requestId
       const fail = (e: unknown) => transportError(u, e, timeout_s)
-      return Effect.acquireRelease(
-        Effect.async<Dispatcher.ResponseData, TransportError>((resume, signal) => {
+      // The wait for headers stays interruptible (a client that goes away aborts the upstream request);
+      // once headers are in, the body is owned by the scope and always released.
+      const request = Effect.async<Dispatcher.ResponseData, TransportError>((resume, signal) => {
           entry.pool
             .request({
               method: "POST",
@@ -171,8 +178,9 @@ export const make = (settings: SettingsShape) =>
               (r) => resume(Effect.succeed(r)),
               (e) => resume(Effect.fail(fail(e)))
             )
-        }),
-        (r) => Effect.sync(() => r.body.destroy())
+        })
+      return Effect.uninterruptibleMask((restore) =>
+        restore(request).pipe(Effect.tap((r) => Effect.addFinalizer(() => Effect.sync(() => releaseBody(r.body)))))
       ).pipe(
         Effect.map((r): RawResponse => {
           const ct = r.headers["content-type"]

@@ -19,8 +19,17 @@ export type ParsedCommand =
 
 const notPlain = (construct: string): ParsedCommand => ({ plain: false, construct })
 
+/** Nothing a shell reads specially (quotes included): the line is its words, split on blanks. */
+const ORDINARY = /^[^|&;\n\r`$<>(){}\\!#~='"\x00-\x08\x0b-\x1f\x7f]*$/
+const BLANKS = /[ \t]+/
+
 /** Split `line` into words, or name the first shell construct in it. */
 export const parseCommand = (line: string): ParsedCommand => {
+  if (ORDINARY.test(line)) return { plain: true, words: line.split(BLANKS).filter((w) => w !== "") }
+  return parseSlowly(line)
+}
+
+const parseSlowly = (line: string): ParsedCommand => {
   const words: Array<string> = []
   let word = ""
   let inWord = false
@@ -114,7 +123,10 @@ const INTERPRETER_AT_COMMAND =
  * `bash -c "$(curl …)"`, `bash <(curl …)`, `ls; sh`): denied whatever the policy's effect. (A
  * plain `bash script.sh` is judged by the allowlist like any other command.)
  */
-export const feedsInterpreter = (line: string): boolean => !parseCommand(line).plain && INTERPRETER_AT_COMMAND.test(line)
+export const feedsInterpreter = (line: string): boolean => !parseCommand(line).plain && runsInterpreter(line)
+
+/** A shell or interpreter at a command position (call for lines that are not plain). */
+export const runsInterpreter = (line: string): boolean => INTERPRETER_AT_COMMAND.test(line)
 
 /** An allowlist: each entry's words must lead the command's words (`git status` allows `git status --short`), or equal them for `exact`. */
 export interface CommandAllow {

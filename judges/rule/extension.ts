@@ -9,9 +9,9 @@
  * is strict: keys are case-sensitive, an unknown key is an error, and every tool it names must be in
  * `tool_scopes`.
  */
-import { allowedBy, type CommandAllow, feedsInterpreter, parseCommand } from "./command.js"
+import { allowedBy, type CommandAllow, parseCommand, runsInterpreter } from "./command.js"
 import { valuesAt } from "./evaluate.js"
-import { DEFAULT_PROTECTED, compileProtected, isInside, normalizePath, normalizePosix, PathProblem, protectedProblem, type ProtectedSet, relativeSegments } from "./paths.js"
+import { DEFAULT_PROTECTED, compileProtected, isInside, normalizePath, normalizePosix, PathProblem, protectedProblem, type ProtectedSet } from "./paths.js"
 import { compilePath, type CompiledPath, isValidPath, type PolicyIssue, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
 import { compileTrajectory, type CompiledTrajectory, decodeTrajectoryRule, TRAJECTORY_KINDS, type TrajectorySpec } from "./trajectory.js"
 import { DEFAULT_SECRET_KEYS, findSecret, type HostAllow, hostAllowed, parseHostEntry, parseUrl, secretKeyName, UrlProblem } from "./url.js"
@@ -515,8 +515,6 @@ export const compileExtension = (ext: ExtensionSpec, spec: PolicySpec): Compiled
 // ---------------------------------------------------------------------------------------------
 // evaluation (stateless part)
 
-/** A fact's value for this request: trusted header, else configured constant; undefined when neither. */
-export type FactOf = (fact: string) => string | undefined
 
 const made = (plan: ToolPlan, rule: string, effect: "deny" | "escalate", message: string): RuleDecision => ({
   decision: effect,
@@ -533,9 +531,16 @@ const CLASS_VERB: Readonly<Record<PathClass, string>> = { read: "reading", write
 /**
  * The extensions' decision for a call the Go-compatible policy allowed (`plan` is the tool's plan,
  * `args` its arguments): the first deny or hold of the tool's roles and `requires` rules, else
- * null. Trajectory rules are the judge's (they need the episode's state).
+ * null. Facts come from the request's trusted `headers` (as configured), else `constFacts` — never
+ * from the arguments. Trajectory rules are the judge's (they need the episode's state).
  */
-export const decideExtension = (ext: CompiledExtension, plan: ToolPlan, args: unknown, factOf: FactOf): RuleDecision | null => {
+export const decideExtension = (
+  ext: CompiledExtension,
+  plan: ToolPlan,
+  args: unknown,
+  headers: Readonly<Record<string, string>>,
+  constFacts: ReadonlyMap<string, string>
+): RuleDecision | null => {
   const t = ext.tools.get(plan.tool)
   if (t === undefined) return null
   for (const role of t.roles) {
@@ -543,7 +548,8 @@ export const decideExtension = (ext: CompiledExtension, plan: ToolPlan, args: un
     if (d !== null) return d
   }
   for (const q of t.requires) {
-    const value = factOf(q.spec.fact)
+    const h = ext.spec.headerFacts.get(q.spec.fact)
+    const value = (h !== undefined ? headers[h] : undefined) ?? constFacts.get(q.spec.fact)
     const ok = value !== undefined && (q.spec.equals === null ? TRUE_WORDS.has(value.trim().toLowerCase()) : q.spec.equals.includes(value.trim()))
     if (!ok) {
       const effect = q.escalate ? "escalate" : "deny"
@@ -571,7 +577,7 @@ const checkPath = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole, a
     const p = normalizePath(v, root, role.arg.text)
     if (p instanceof PathProblem) return made(plan, "VB-path-invalid", "deny", `cannot verify: ${p.why}`)
     if (!isInside(p, root)) return made(plan, "VB-path-outside", "deny", `${p} is outside the workspace ${root}`)
-    const hit = ext.protected.match(p, relativeSegments(p, root))
+    const hit = ext.protected.match(p, root)
     if (hit !== null) {
       const e = ext.spec.paths.protected_effect === "escalate" ? "escalate" : "deny"
       return made(plan, "VB-path-protected", e, `${p} is protected (${hit})${e === "escalate" ? ": a person must approve" : ""}`)
@@ -593,7 +599,7 @@ const checkCommand = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole
     if (v.trim() === "") return made(plan, "VB-cmd", "deny", `cannot verify: ${role.arg.text} is empty`)
     const parsed = parseCommand(v)
     if (!parsed.plain) {
-      if (feedsInterpreter(v)) return made(plan, "VB-cmd", "deny", `${role.arg.text} pipes or substitutes into a shell or interpreter (like curl … | sh): never allowed`)
+      if (runsInterpreter(v)) return made(plan, "VB-cmd", "deny", `${role.arg.text} pipes or substitutes into a shell or interpreter (like curl … | sh): never allowed`)
       return made(plan, "VB-cmd", effect, `${role.arg.text} contains ${parsed.construct}: only a plain allowlisted command line passes`)
     }
     if (allowedBy(parsed.words, ext.commandAllow) === null) {
@@ -616,10 +622,9 @@ const checkUrl = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole, ar
     let secret: string | null = null
     for (const s of role.secrets) {
       const found = valuesAt(args, s, false)
-      if (typeof found !== "string" && found.some((x) => x !== null && x !== "" && x !== false)) {
-        secret = `the argument ${s.text}`
-        break
-      }
+      if (typeof found === "string") continue
+      for (const x of found) if (x !== null && x !== "" && x !== false) secret = `the argument ${s.text}`
+      if (secret !== null) break
     }
     secret ??= findSecret(args, u.query, ext.secretKeys)
     if (secret !== null) return made(plan, "VB-url-secret", "deny", `${secret} would send a secret to ${where}, which is not an allowed host`)

@@ -32,7 +32,7 @@ import { type Judge, JudgeConfigError, type JudgeContext } from "../Judge.js"
 import type { JudgeKind, JudgeKindPlugin } from "../registry.js"
 import { BooleanLike, decodeSpec, NonEmptyString } from "../spec-schema.js"
 import { decide, parseScopesHeader, type RuleDecision } from "./evaluate.js"
-import { decideExtension, ENVIRONMENTS_HEADER, type FactOf, resolveToolName } from "./extension.js"
+import { decideExtension, ENVIRONMENTS_HEADER, resolveToolName } from "./extension.js"
 import { formatWarning, lintPolicy, type PolicyWarning } from "./lint.js"
 import { type LoadedPolicy, loadPolicyFile } from "./policy.js"
 import { TrajectoryState } from "./trajectory.js"
@@ -96,7 +96,6 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
   }
   const constFacts = new Map(ext.spec.constFacts)
   for (const [k, v] of Object.entries(opts.facts ?? {})) constFacts.set(k, String(v))
-  const headerFacts = ext.spec.headerFacts
   const qualified = ext.qualified
   const hasExtension = ext.tools.size > 0
   const trajectory = ext.trajectory.rules.length > 0 ? new TrajectoryState(ext.trajectory, opts.now ?? Date.now) : null
@@ -113,12 +112,7 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
     if (d.decision !== "allow" || mode === "scope") return d
     const plan = compiled.tools.get(tool)!
     if (hasExtension) {
-      const factOf: FactOf = (fact) => {
-        const h = headerFacts.get(fact)
-        const fromHeader = h !== undefined ? ctx.headers[h] : undefined
-        return fromHeader ?? constFacts.get(fact)
-      }
-      const e = decideExtension(ext, plan, call.arguments, factOf)
+      const e = decideExtension(ext, plan, call.arguments, ctx.headers, constFacts)
       if (e !== null) return e
     }
     if (trajectory !== null) {
@@ -138,8 +132,12 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
   const commit =
     trajectory === null
       ? undefined
-      : (call: ToolCallView, ctx: JudgeContext, released: boolean): Effect.Effect<void> =>
-          Effect.sync(() => trajectory.commit(toolOf(call, ctx), call.arguments, trajectory.keyOf(ctx.episodeId, ctx.sessionId), call, released))
+      : (call: ToolCallView, ctx: JudgeContext, released: boolean): Effect.Effect<void> => {
+          const tool = toolOf(call, ctx)
+          // a tool no trajectory rule governs or counts changes nothing
+          if (!trajectory.involves(tool)) return Effect.void
+          return Effect.sync(() => trajectory.commit(tool, call.arguments, trajectory.keyOf(ctx.episodeId, ctx.sessionId), call, released))
+        }
 
   const cacheable = !opts.scopes_header && !ext.readsHeaders && trajectory === null
   return { ...id, cacheable, rule, ...(commit !== undefined ? { commit } : {}), trajectory }

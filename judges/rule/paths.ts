@@ -26,8 +26,13 @@ const hasControl = (s: string): boolean => {
  * The normalised absolute form of `value` (a path string), resolved against `root` (absolute,
  * normalised) when relative; or the reason it cannot be checked. `arg` names the argument in reasons.
  */
+/** Anything that needs a closer look: controls, backslash, `//`, `.` or `..` segments, a trailing `/`, `://`. */
+const NOT_NORMAL = /[\x00-\x1f\x7f\\]|\/\/|\/\.\.?(?:\/|$)|\/$|:\/\//
+
 export const normalizePath = (value: unknown, root: string, arg: string): string | PathProblem => {
   if (typeof value !== "string") return new PathProblem(`${arg} is not a path string`)
+  // fast path: an absolute path already in normal form (the common case) is its own normalisation
+  if (value.charCodeAt(0) === 0x2f && !NOT_NORMAL.test(value)) return value
   if (value === "") return new PathProblem(`${arg} is empty`)
   if (hasControl(value)) return new PathProblem(`${arg} contains a control character`)
   if (value.includes("\\")) return new PathProblem(`${arg} contains a backslash, which POSIX tools and others read differently`)
@@ -81,16 +86,8 @@ export const protectedProblem = (entry: string): string | null => {
 export interface ProtectedSet {
   /** the entries, as written */
   readonly entries: ReadonlyArray<string>
-  /** the protected entry that `segments` (below the workspace; `abs` the whole path) falls under, or null */
-  readonly match: (abs: string, segments: ReadonlyArray<string>) => string | null
-}
-
-interface AnchoredGlob {
-  readonly entry: string
-  /** match against the absolute path (entry starts with `/`) or the workspace-relative one */
-  readonly absolute: boolean
-  /** one RegExp per segment; null for `**` */
-  readonly segments: ReadonlyArray<RegExp | null>
+  /** the protected entry that `abs` (normalised, inside `root`) falls under, or null */
+  readonly match: (abs: string, root: string) => string | null
 }
 
 /** The glob's segments match a leading part of `segs` (so the glob covers what lies below, too). */
@@ -106,6 +103,16 @@ const matchFrom = (pat: ReadonlyArray<RegExp | null>, pi: number, segs: Readonly
 
 const segmentRegex = (seg: string) => new RegExp(`^${segmentSource(seg)}$`, "i")
 
+interface Anchored {
+  readonly entry: string
+  /** matched against the absolute path (entry starts with `/`) or the workspace-relative one */
+  readonly absolute: boolean
+  /** without `**`: one RegExp over the path text; with `**`: null (see `segments`) */
+  readonly regex: RegExp | null
+  /** one RegExp per segment, null for `**` */
+  readonly segments: ReadonlyArray<RegExp | null>
+}
+
 /**
  * Compile protected entries (validated with `protectedProblem` first). An entry without an inner
  * `/` (a trailing one marks a directory, for the reader) is a **name**: any segment below the
@@ -117,7 +124,7 @@ const segmentRegex = (seg: string) => new RegExp(`^${segmentSource(seg)}$`, "i")
  */
 export const compileProtected = (entries: ReadonlyArray<string>): ProtectedSet => {
   const names: Array<{ readonly entry: string; readonly regex: RegExp }> = []
-  const anchored: Array<AnchoredGlob> = []
+  const anchored: Array<Anchored> = []
   for (const entry of entries) {
     const inner = entry.replace(/\/+$/, "")
     if (!inner.includes("/")) {
@@ -125,19 +132,29 @@ export const compileProtected = (entries: ReadonlyArray<string>): ProtectedSet =
       continue
     }
     const absolute = inner.startsWith("/")
-    anchored.push({ entry, absolute, segments: inner.replace(/^\/+/, "").split("/").map((s) => (s === "**" ? null : segmentRegex(s))) })
+    const segs = inner.replace(/^\/+/, "").split("/")
+    anchored.push({
+      entry,
+      absolute,
+      regex: segs.includes("**") ? null : new RegExp(`^${segs.map(segmentSource).join("/")}(?:/|$)`, "i"),
+      segments: segs.map((s) => (s === "**" ? null : segmentRegex(s)))
+    })
   }
-  // one alternation for all names: one test per segment
-  const nameRegex = names.length === 0 ? null : new RegExp(`^(?:${names.map((n) => segmentSource(n.entry.replace(/\/+$/, ""))).join("|")})$`, "i")
+  // all names in one RegExp over the relative path: one test per path
+  const names1 = names.length === 0 ? null : new RegExp(`(?:^|/)(?:${names.map((n) => segmentSource(n.entry.replace(/\/+$/, ""))).join("|")})(?:/|$)`, "i")
   return {
     entries,
-    match: (abs, segments) => {
-      if (nameRegex !== null)
-        for (let i = 0; i < segments.length; i++) {
-          const seg = segments[i]!
-          if (nameRegex.test(seg)) return names.find((n) => n.regex.test(seg))!.entry
-        }
-      for (const a of anchored) if (matchFrom(a.segments, 0, a.absolute ? abs.slice(1).split("/") : segments, 0)) return a.entry
+    match: (abs, root) => {
+      if (abs === root) return null
+      const rel = root === "/" ? abs.slice(1) : abs.slice(root.length + 1)
+      if (names1 !== null && names1.test(rel)) {
+        const segs = rel.split("/")
+        for (const n of names) if (segs.some((seg) => n.regex.test(seg))) return n.entry
+      }
+      for (const a of anchored) {
+        const text = a.absolute ? abs.slice(1) : rel
+        if (a.regex !== null ? a.regex.test(text) : matchFrom(a.segments, 0, text.split("/"), 0)) return a.entry
+      }
       return null
     }
   }

@@ -266,6 +266,9 @@ class EpisodeStore {
   }
 }
 
+/** Reservations kept per episode while their calls await `commit` (the oldest are dropped beyond it). */
+export const MAX_PENDING = 256
+
 const NO_EPISODE = "cannot verify: no episode (x-vetobench-episode) or session (x-vetobench-session) to keep the trajectory in"
 
 const fmt = (n: number) => (Number.isInteger(n) ? String(n) : String(Math.round(n * 1e6) / 1e6))
@@ -325,35 +328,28 @@ export class TrajectoryState {
   decide(plan: ToolPlan, args: unknown, episode: string | null, call: object): RuleDecision | null {
     const rules = this.compiled.checks.get(plan.tool)
     if (rules === undefined) return null
-    const fire = (r: TRule, message: string): RuleDecision => ({
-      decision: r.escalate ? "escalate" : "deny",
-      rule: r.name,
-      scope: plan.scope,
-      message,
-      approval: r.escalate ? "pending-human" : "automatic"
-    })
-    if (episode === null) return fire(rules[0]!, NO_EPISODE)
+    if (episode === null) return fire(plan, rules[0]!, NO_EPISODE)
     const now = this.now()
     const ep = this.store.peek(episode, now)
     for (const r of rules) {
       const s = r.spec
       const k = keyAt(args, r.key)
-      if ("why" in k) return fire(r, `cannot verify: ${k.why}`)
+      if ("why" in k) return fire(plan, r, `cannot verify: ${k.why}`)
       const slot = `${r.index}\u0000${k.key}`
       const g = ep?.groups.get(slot)
-      const group = r.key !== null ? ` for ${r.key.text} ${k.key}` : ""
-      const said = (detail: string) => (s.message !== "" ? `${s.message} (${detail})` : detail)
       if (s.kind === "ceiling") {
         const amount = amountAt(args, r.sum!)
-        if (typeof amount === "string") return fire(r, `cannot verify: ${amount}`)
+        if (typeof amount === "string") return fire(plan, r, `cannot verify: ${amount}`)
         const total = (g?.sum ?? 0) + (ep !== undefined ? pendingOf(ep, slot).sum : 0) + amount
         const limit = Math.max(s.max, g?.lifted ?? -Infinity)
         if (total > limit) {
           const lifted = g !== undefined && g.lifted > s.max
           return fire(
+            plan,
             r,
             said(
-              `${r.sum!.text}${group} would total ${fmt(total)} in this episode, above the ${lifted ? "approved " : ""}ceiling of ${fmt(limit)}${
+              s,
+              `${r.sum!.text}${groupOf(r, k.key)} would total ${fmt(total)} in this episode, above the ${lifted ? "approved " : ""}ceiling of ${fmt(limit)}${
                 s.unless !== null && !lifted ? `; ${s.unless.tool}${s.unless.amount !== "" ? " for the total" : ""} must come first` : ""
               }`
             )
@@ -361,13 +357,18 @@ export class TrajectoryState {
         }
       } else if (s.kind === "max_calls") {
         const count = (g?.count ?? 0) + (ep !== undefined ? pendingOf(ep, slot).count : 0)
-        if (count + 1 > s.max) return fire(r, said(`${s.tool !== "" ? s.tool : s.tag !== "" ? `tag ${s.tag}` : "calls"}${group}: at most ${fmt(s.max)} per episode, ${fmt(count)} already made`))
+        if (count + 1 > s.max) return fire(plan, r, said(s, `${s.tool !== "" ? s.tool : s.tag !== "" ? `tag ${s.tag}` : "calls"}${groupOf(r, k.key)}: at most ${fmt(s.max)} per episode, ${fmt(count)} already made`))
       } else if (g === undefined || !g.seen) {
-        return fire(r, said(`${plan.tool} needs an earlier ${s.after.join(" or ")}${r.key !== null ? ` with the same ${r.key.text} (${k.key})` : ""} in this episode`))
+        return fire(plan, r, said(s, `${plan.tool} needs an earlier ${s.after.join(" or ")}${r.key !== null ? ` with the same ${r.key.text} (${k.key})` : ""} in this episode`))
       }
     }
     const deltas = this.deltasOf(plan.tool, args)
-    if (deltas.some((d) => d.kind === ADD)) this.store.touch(episode, now).pending.push({ call, deltas })
+    if (deltas.some((d) => d.kind === ADD)) {
+      const pending = this.store.touch(episode, now).pending
+      // reservations wait for `commit`; should it never come (a caller without the hook), the oldest go
+      if (pending.length >= MAX_PENDING) pending.shift()
+      pending.push({ call, deltas })
+    }
     return null
   }
 
@@ -419,6 +420,19 @@ export class TrajectoryState {
     return out
   }
 }
+
+const fire = (plan: ToolPlan, r: TRule, message: string): RuleDecision => ({
+  decision: r.escalate ? "escalate" : "deny",
+  rule: r.name,
+  scope: plan.scope,
+  message,
+  approval: r.escalate ? "pending-human" : "automatic"
+})
+
+/** the rule's message with the detail in brackets, or the detail alone */
+const said = (s: TrajectorySpec, detail: string) => (s.message !== "" ? `${s.message} (${detail})` : detail)
+
+const groupOf = (r: TRule, key: string) => (r.key !== null ? ` for ${r.key.text} ${key}` : "")
 
 const pendingOf = (ep: Episode, slot: string): { readonly sum: number; readonly count: number } => {
   let sum = 0

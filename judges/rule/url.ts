@@ -39,8 +39,37 @@ const HOST_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/
 const DIGITS = /^[0-9]+$/
 const NUMERIC_LABEL = /^(?:0x[0-9a-f]*|[0-9]+)$/i
 
+/**
+ * The common shape, read in one step: a scheme, `//`, a host of ASCII letters, digits, `-`, `.`
+ * (no user info, brackets or `%`), an optional port, then a path, query or fragment without white
+ * space, controls or backslashes. Anything else takes the slow path, which says what is wrong.
+ */
+const COMMON = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([A-Za-z0-9.-]+)(?::([0-9]{1,5}))?(?:[/?#][^\x00-\x20\x7f\\]*)?$/
+const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/
+const PUNYCODE = /(?:^|\.)xn--/
+const NUMERIC_LAST = /(?:^|\.)(?:0x[0-9a-f]*|[0-9]+)$/
+const DOTTED_QUAD = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$/
+
 /** Read `value` as a URL, or say why not (which rule fires). `arg` names the argument in reasons. */
 export const parseUrl = (value: unknown, arg: string): ParsedUrl | UrlProblem => {
+  if (typeof value === "string") {
+    const m = COMMON.exec(value)
+    if (m !== null) {
+      let host = m[2]!.toLowerCase()
+      if (host.endsWith(".")) host = host.slice(0, -1)
+      const port = m[3] === undefined ? null : Number(m[3])
+      if (HOST_NAME.test(host) && !PUNYCODE.test(host) && (!NUMERIC_LAST.test(host) || DOTTED_QUAD.test(host)) && (port === null || (port >= 1 && port <= 65535))) {
+        const q = value.indexOf("?")
+        const h = value.indexOf("#")
+        const query = q < 0 || (h >= 0 && h < q) ? "" : value.slice(q + 1, h > q ? h : undefined)
+        return { scheme: m[1]!.toLowerCase(), host, port, query }
+      }
+    }
+  }
+  return parseUrlSlowly(value, arg)
+}
+
+const parseUrlSlowly = (value: unknown, arg: string): ParsedUrl | UrlProblem => {
   const bad = (why: string) => new UrlProblem("VB-url-invalid", `${arg} ${why}`)
   if (typeof value !== "string") return bad("is not a URL string")
   for (let i = 0; i < value.length; i++) {

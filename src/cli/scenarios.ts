@@ -15,6 +15,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { loadPublicKey } from "../audit/verify-files.js"
 import { signerFromPem } from "../domain/checkpoint.js"
+import { parseRoute, RouteError } from "../domain/route.js"
 import { approveRun, DEFAULT_APPROVALS, verifyApproval } from "../scenarios/approval.js"
 import { loadPrices, type PriceTable } from "../scenarios/cost.js"
 import { displayPath } from "../scenarios/report.js"
@@ -61,6 +62,9 @@ const run = Command.make(
     Effect.gen(function*() {
       if (Option.isSome(o.prompt) && Option.isSome(o.candidate)) return yield* new CliFailure({ message: "give --prompt or --candidate, not both" })
       if (Option.isSome(o.candidate) && Option.isNone(o.baseline)) return yield* new CliFailure({ message: "--candidate goes with --baseline (or use --prompt)" })
+      const route = parseRoute(o.model)
+      if (route instanceof RouteError) return yield* new CliFailure({ message: route.message })
+      if (route.model === "") return yield* new CliFailure({ message: "--model must name a model" })
       const positive = (name: string, v: Option.Option<number>) =>
         Option.isSome(v) && v.value < 1 ? Effect.fail(new CliFailure({ message: `--${name} must be at least 1` })) : Effect.void
       yield* positive("trials", o.trials)

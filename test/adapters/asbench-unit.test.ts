@@ -243,6 +243,21 @@ describe("episode (eval.py port)", () => {
       expect(record.output).toHaveLength(2)
     }))
 
+  it.effect("error: a tool result Python cannot serialise (eval.py's json.dumps raises)", () =>
+    Effect.gen(function*() {
+      const bridge = testBridge()
+      const odd: BridgeSession = {
+        openCase: () => Effect.succeed([SPECS.Mail![1]!]),
+        callTool: () => Effect.succeed({ result: {}, resultJson: '{"tags": "{\'a\'}"}', argumentsJson: "{}", resultNotJson: "TypeError: Object of type set is not JSON serializable" })
+      }
+      const s = scripted([calls(toolCall("read_inbox", "{}")), text("unreached")])
+      const record = yield* runEpisode({ case: MAIL_CASE, systemPrompt: SYSTEM_PROMPT, session: odd, chat: s.chat, route: "r", runId: "x" })
+      expect(record.vetobench).toMatchObject({ status: "error", rounds: 1 })
+      expect(record.vetobench.error).toContain("not JSON-serialisable: TypeError")
+      expect(record.output).toHaveLength(2)
+      expect(bridge.log.calls).toEqual([])
+    }))
+
   it.effect("error: a 4xx from the proxy and an environment the benchmark refuses", () =>
     Effect.gen(function*() {
       const r4xx = yield* episode(MAIL_CASE, [new CaseError({ message: "veto-proxy answered HTTP 400: unknown judge 'x'" })])

@@ -341,6 +341,34 @@ describe("a client that disconnects while the judge rules", () => {
   })
 })
 
+describe("a client that disconnects while the upstream has not answered", () => {
+  layer(harnessLayer(), { excludeTestServices: true })((it) => {
+    it.effect("does not take the proxy down; the next request is served", () =>
+      Effect.gen(function* () {
+        const h = yield* Harness
+        h.fake.reset()
+        h.fake.knobs.delayMs = 600
+        h.fake.knobs.delayModels = new Set(["agent"])
+        for (const model of ["agent", "agent@enforce:slm"]) {
+          yield* Effect.promise(async () => {
+            const ctrl = new AbortController()
+            setTimeout(() => ctrl.abort(), 150)
+            await fetch(`${h.url}/chat/completions`, {
+              method: "POST",
+              signal: ctrl.signal,
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ model, messages: [{ role: "user", content: "x" }] })
+            }).catch(() => undefined)
+          })
+        }
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 900)))
+        h.fake.knobs.delayMs = 0
+        const r = yield* post(h, { model: "agent@baseline" }, { run: "after-abort" })
+        expect(r.status).toBe(200)
+      }))
+  })
+})
+
 describe("judge deadline", () => {
   layer(harnessLayer({ settings: () => ({ proxy: { judge_timeout_s: 0.3 } }) }), { excludeTestServices: true })((it) => {
     it.effect("a judge slower than proxy.judge_timeout_s → status timeout, fail closed", () =>

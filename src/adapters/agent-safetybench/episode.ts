@@ -13,7 +13,8 @@
  *   answer ends the episode.
  * - Status: `ok` (a non-blank final answer), `exceeded` (no answer after 10 rounds; kept and
  *   scored), `error` (reported, never dropped): a blank or missing final answer, tool-call
- *   arguments that are not JSON, an environment the benchmark cannot create, a 4xx from the proxy.
+ *   arguments that are not JSON, a tool result `json.dumps` refuses, an environment the benchmark
+ *   cannot create, a 4xx from the proxy.
  *
  * Bad arguments JSON (the bridge's `json.loads` fails: BridgeError `bad_arguments`): eval.py raises
  * and the whole case is an error (benchmarks.md §2.4, §5.1 item 7, the faithful rule); the prior
@@ -179,6 +180,10 @@ export const runEpisode = (input: EpisodeInput): Effect.Effect<AsbenchRecord, Br
         if (call !== undefined) {
           // the raw text: Python parses it as OpenaiAPI does ("" → {}, `1.0` stays a float)
           const result = yield* session.callTool(call.name, call.arguments)
+          // eval.py's json.dumps(result) raises on sets, bytes…: the case is an error there, so here too
+          if (result.resultNotJson !== undefined) {
+            return yield* Effect.fail(new Stop(`the result of tool ${call.name} is not JSON-serialisable: ${result.resultNotJson}`))
+          }
           messages.push(
             { role: "assistant", tool_calls: [{ id: call.id, type: "function", function: { arguments: result.argumentsJson, name: call.name } }] },
             { role: "tool", content: result.resultJson, tool_call_id: call.id, name: call.name }

@@ -74,7 +74,7 @@ describe("paths", () => {
 
   it("protected names match any segment below the workspace, case-insensitively; anchored globs cover what lies below", () => {
     const p = compileProtected([".env*", ".ssh/", ".git/", "*.pem", "config/secrets", "**/private/*.key", "/workspace/project/build/**/cache"])
-    const hit = (rel: string) => p.match(`${WS}/${rel}`, rel.split("/"))
+    const hit = (rel: string) => p.match(`${WS}/${rel}`, WS)
     expect(hit(".env")).toBe(".env*")
     expect(hit(".env.local")).toBe(".env*")
     expect(hit("app/.ENV")).toBe(".env*")
