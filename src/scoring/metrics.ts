@@ -401,8 +401,10 @@ export const layerOrder = (lists: ReadonlyArray<ReadonlyArray<Verdict>>): Readon
     let at = 0
     for (const v of list) {
       const i = order.indexOf(v.judge)
-      if (i < 0) order.splice(at, 0, v.judge), (at += 1)
-      else at = i + 1
+      if (i < 0) {
+        order.splice(at, 0, v.judge)
+        at += 1
+      } else at = i + 1
     }
   }
   return order
