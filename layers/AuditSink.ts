@@ -14,13 +14,13 @@
  *   and a lock left by a dead process is taken over (see `acquireLock`).
  * - `AuditSink.layerMemory`: the same chains kept in memory; also provides `AuditMemory` to read them.
  */
-import { Context, Data, Deferred, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
 import * as path from "node:path"
-import { GENESIS_TIP, lastRecordOf, sealRecord, verifyChainText } from "../src/domain/audit-chain.js"
-import type { ChainTip, VerifyResult } from "../src/domain/audit-chain.js"
+import { GENESIS_TIP, lastRecordOf, preparedRecord, prepareEntry, sealPrepared, sealRecord, verifyChainText } from "../src/domain/audit-chain.js"
+import type { ChainPosition, ChainTip, PreparedEntry, VerifyResult } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
 import { makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
 
@@ -273,9 +273,27 @@ const releaseLock = (file: string): Effect.Effect<void> =>
 /** `always`: one write + datasync per record; `group`: concurrent appends share one write + datasync; `never`: no sync. */
 export type FsyncMode = "always" | "group" | "never"
 
+type Outcome = Effect.Effect<AuditRecord, AuditWriteError>
+
+/**
+ * One queued append. The entry is prepared (canonicalized and serialised) by the appending fiber; the
+ * writer only splices in the chain position and hashes. The writer completes it once: through `resume`
+ * when the appender is already waiting, else by leaving `outcome` for it to pick up.
+ */
 interface Pending {
-  readonly entry: AuditEntry
-  readonly done: Deferred.Deferred<AuditRecord, AuditWriteError>
+  /** null when preparing failed (`error`) */
+  readonly prepared: PreparedEntry | null
+  readonly error: unknown
+  resume: ((outcome: Outcome) => void) | null
+  outcome: Outcome | null
+  done: boolean
+}
+
+const complete = (p: Pending, outcome: Outcome): void => {
+  if (p.done) return
+  p.done = true
+  if (p.resume !== null) p.resume(outcome)
+  else p.outcome = outcome
 }
 
 export interface FileSinkOptions {
@@ -296,7 +314,7 @@ interface FileState {
   tip: ChainTip
   lastMs: number
   /** appends waiting for the next batch */
-  readonly queue: Array<Pending>
+  queue: Array<Pending>
   /** a writer fiber is draining `queue` */
   writing: boolean
   /** this sink holds `<file>.lock` (taken on the first open, kept across re-opens, released on close) */
@@ -411,21 +429,32 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
       Effect.gen(function* () {
         if (closed) return yield* fail(st, "the audit sink is closed")
         const handle = st.handle ?? (yield* open(st))
-        const sealed: Array<{ readonly p: Pending; readonly record: AuditRecord }> = []
+        const sealed: Array<Pending> = []
+        const positions: Array<ChainPosition & { readonly hash: string }> = []
+        const lines: Array<string> = []
         let tip = st.tip
         const ms = Math.max(Date.now(), st.lastMs)
         const ts = new Date(ms).toISOString()
         for (const p of batch) {
-          try {
-            const record = sealRecord(p.entry, { seq: tip.seq + 1, ts, prev_hash: tip.hash })
-            sealed.push({ p, record })
-            tip = { seq: record.seq, hash: record.hash, ts }
-          } catch (cause) {
-            yield* Deferred.fail(p.done, fail(st, `record cannot be hashed: ${reasonOf(cause)}`, cause))
+          const cause = p.prepared === null ? p.error : undefined
+          if (p.prepared !== null) {
+            const at = { seq: tip.seq + 1, ts, prev_hash: tip.hash }
+            try {
+              const { hash, line } = sealPrepared(p.prepared, at)
+              sealed.push(p)
+              positions.push({ ...at, hash })
+              lines.push(line, "\n")
+              tip = { seq: at.seq, hash, ts }
+              continue
+            } catch (e) {
+              complete(p, Effect.fail(fail(st, `record cannot be hashed: ${reasonOf(e)}`, e)))
+              continue
+            }
           }
+          complete(p, Effect.fail(fail(st, `record cannot be hashed: ${reasonOf(cause)}`, cause)))
         }
         if (sealed.length === 0) return
-        const bytes = Buffer.from(sealed.map((x) => JSON.stringify(x.record) + "\n").join(""), "utf8")
+        const bytes = Buffer.from(lines.join(""), "utf8")
         yield* Effect.tryPromise({
           try: async () => {
             const { bytesWritten } = await handle.write(bytes, 0, bytes.length, null)
@@ -440,14 +469,31 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           // the records are durable already: a failed checkpoint is reported, not turned into a lost append
           yield* writeCheckpoint(st).pipe(Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} failed: ${e.reason}`)))
         }
-        yield* Effect.forEach(sealed, (x) => Deferred.succeed(x.p.done, x.record), { discard: true })
-      }).pipe(Effect.catchAll((e) => Effect.forEach(batch, (p) => Deferred.fail(p.done, e), { discard: true })))
+        // the record objects are built by the appenders' fibers, not here
+        for (let i = 0; i < sealed.length; i++) {
+          const p = sealed[i]!
+          const at = positions[i]!
+          complete(p, Effect.sync(() => preparedRecord(p.prepared!, at, at.hash)))
+        }
+      }).pipe(
+        Effect.catchAll((e) =>
+          Effect.sync(() => {
+            for (const p of batch) complete(p, Effect.fail(e))
+          })
+        )
+      )
 
     /** Drain the queue batch by batch; stops (and clears `writing`) when it is empty. */
     const drain = (st: FileState): Effect.Effect<void> =>
       Effect.gen(function* () {
         while (true) {
-          const batch = st.queue.splice(0, fsync === "always" ? 1 : st.queue.length)
+          let batch: Array<Pending>
+          if (fsync === "always") {
+            batch = st.queue.splice(0, 1)
+          } else {
+            batch = st.queue
+            st.queue = []
+          }
           if (batch.length === 0) {
             st.writing = false
             return
@@ -457,15 +503,25 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
       }).pipe(Effect.uninterruptible)
 
     const append = (runId: string | null, entry: AuditEntry): Effect.Effect<AuditRecord, AuditWriteError> =>
-      Effect.gen(function* () {
+      Effect.suspend(() => {
         const st = stateFor(fileFor(runId))
-        const done = yield* Deferred.make<AuditRecord, AuditWriteError>()
-        st.queue.push({ entry, done })
-        if (!st.writing) {
-          st.writing = true
-          yield* Effect.forkDaemon(drain(st))
+        let prepared: PreparedEntry | null = null
+        let error: unknown = undefined
+        try {
+          // canonicalize and serialise here, in the appender's fiber: the writer's serial section only hashes
+          prepared = prepareEntry(entry, { line: true })
+        } catch (e) {
+          error = e
         }
-        return yield* Deferred.await(done)
+        const p: Pending = { prepared, error, resume: null, outcome: null, done: false }
+        st.queue.push(p)
+        const wait = Effect.async<AuditRecord, AuditWriteError>((resume) => {
+          if (p.outcome !== null) resume(p.outcome)
+          else p.resume = resume
+        })
+        if (st.writing) return wait
+        st.writing = true
+        return Effect.zipRight(Effect.forkDaemon(drain(st)), wait)
       })
 
     /** Queue nothing: wait for the file's writer to go idle, then checkpoint its tip. */

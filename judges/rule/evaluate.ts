@@ -89,12 +89,12 @@ const FIRE = 1
 type Outcome = typeof PASS | typeof FIRE | string
 
 /** A path that did not lead to a value (allocated only on that path). */
-class Unresolved {
+export class Unresolved {
   constructor(readonly why: string) {}
 }
 
 /** The values a `[*]` path found. */
-class Many {
+export class Many {
   constructor(readonly values: ReadonlyArray<unknown>) {}
 }
 
@@ -138,13 +138,15 @@ const resolve = (args: Args, p: CompiledPath): unknown => {
  * none (`… is required by this rule and was not supplied`, …).
  */
 export const valuesAt = (args: unknown, p: CompiledPath, spread: boolean): ReadonlyArray<unknown> | string => {
-  const a: Args = isObject(args) ? args : EMPTY
-  const v = resolve(a, p)
+  const v = resolveArg(args, p)
   if (v instanceof Unresolved) return v.why
   if (v instanceof Many) return v.values
   if (spread && Array.isArray(v)) return v
   return [v]
 }
+
+/** What `p` leads to in `args` (not an object: no arguments): a value, `Many` for a `[*]` path, or `Unresolved`. */
+export const resolveArg = (args: unknown, p: CompiledPath): unknown => resolve(isObject(args) ? args : EMPTY, p)
 
 const NOT_SINGLE: unique symbol = Symbol("not a single value")
 

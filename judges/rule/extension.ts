@@ -10,7 +10,7 @@
  * `tool_scopes`.
  */
 import { allowedBy, type CommandAllow, parseCommand, runsInterpreter } from "./command.js"
-import { valuesAt } from "./evaluate.js"
+import { Many, resolveArg, Unresolved, valuesAt } from "./evaluate.js"
 import { DEFAULT_PROTECTED, compileProtected, isInside, normalizePath, normalizePosix, PathProblem, protectedProblem, type ProtectedSet } from "./paths.js"
 import { compilePath, type CompiledPath, isValidPath, type PolicyIssue, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
 import { compileTrajectory, type CompiledTrajectory, decodeTrajectoryRule, TRAJECTORY_KINDS, type TrajectorySpec } from "./trajectory.js"
@@ -568,68 +568,96 @@ export const decideExtension = (
   return null
 }
 
+/** What a role's argument holds: one value, `Many` (a `[*]` path, or a list when `spread`), or `Unresolved`. */
+const roleValues = (args: unknown, p: CompiledPath, spread: boolean): unknown => {
+  const v = resolveArg(args, p)
+  return spread && Array.isArray(v) ? new Many(v) : v
+}
+
 const checkPath = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole, args: unknown): RuleDecision | null => {
-  const values = valuesAt(args, role.arg, true)
-  if (typeof values === "string") return made(plan, "VB-path-invalid", "deny", `cannot verify: ${values}`)
-  const root = ext.workspace
-  const cls = role.class as PathClass
-  for (const v of values) {
-    const p = normalizePath(v, root, role.arg.text)
-    if (p instanceof PathProblem) return made(plan, "VB-path-invalid", "deny", `cannot verify: ${p.why}`)
-    if (!isInside(p, root)) return made(plan, "VB-path-outside", "deny", `${p} is outside the workspace ${root}`)
-    const hit = ext.protected.match(p, root)
-    if (hit !== null) {
-      const e = ext.spec.paths.protected_effect === "escalate" ? "escalate" : "deny"
-      return made(plan, "VB-path-protected", e, `${p} is protected (${hit})${e === "escalate" ? ": a person must approve" : ""}`)
+  const v = resolveArg(args, role.arg)
+  if (v instanceof Unresolved) return made(plan, "VB-path-invalid", "deny", `cannot verify: ${v.why}`)
+  if (v instanceof Many || Array.isArray(v)) {
+    for (const x of v instanceof Many ? v.values : (v as ReadonlyArray<unknown>)) {
+      const d = checkOnePath(ext, plan, role, x)
+      if (d !== null) return d
     }
-    const effect = ext.spec.paths.effects[cls]
-    if (effect !== "allow") {
-      return made(plan, `VB-path-${cls}`, effect, effect === "escalate" ? `${CLASS_VERB[cls]} ${p} needs a person (class ${cls} is held)` : `${CLASS_VERB[cls]} ${p} is not allowed (class ${cls} is denied)`)
-    }
+    return null
   }
-  return null
+  return checkOnePath(ext, plan, role, v)
+}
+
+const checkOnePath = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole, v: unknown): RuleDecision | null => {
+  const root = ext.workspace
+  const p = normalizePath(v, root, role.arg.text)
+  if (p instanceof PathProblem) return made(plan, "VB-path-invalid", "deny", `cannot verify: ${p.why}`)
+  if (!isInside(p, root)) return made(plan, "VB-path-outside", "deny", `${p} is outside the workspace ${root}`)
+  const hit = ext.protected.match(p, root)
+  if (hit !== null) {
+    const e = ext.spec.paths.protected_effect === "escalate" ? "escalate" : "deny"
+    return made(plan, "VB-path-protected", e, `${p} is protected (${hit})${e === "escalate" ? ": a person must approve" : ""}`)
+  }
+  const cls = role.class as PathClass
+  const effect = ext.spec.paths.effects[cls]
+  if (effect === "allow") return null
+  return made(plan, `VB-path-${cls}`, effect, effect === "escalate" ? `${CLASS_VERB[cls]} ${p} needs a person (class ${cls} is held)` : `${CLASS_VERB[cls]} ${p} is not allowed (class ${cls} is denied)`)
 }
 
 const checkCommand = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole, args: unknown): RuleDecision | null => {
-  const values = valuesAt(args, role.arg, false)
-  if (typeof values === "string") return made(plan, "VB-cmd", "deny", `cannot verify: ${values}`)
-  const effect = ext.spec.commands.effect === "escalate" ? "escalate" : "deny"
-  for (const v of values) {
-    if (typeof v !== "string") return made(plan, "VB-cmd", "deny", `cannot verify: ${role.arg.text} is not a command line (a string)`)
-    if (v.trim() === "") return made(plan, "VB-cmd", "deny", `cannot verify: ${role.arg.text} is empty`)
-    const parsed = parseCommand(v)
-    if (!parsed.plain) {
-      if (runsInterpreter(v)) return made(plan, "VB-cmd", "deny", `${role.arg.text} pipes or substitutes into a shell or interpreter (like curl … | sh): never allowed`)
-      return made(plan, "VB-cmd", effect, `${role.arg.text} contains ${parsed.construct}: only a plain allowlisted command line passes`)
+  const v = roleValues(args, role.arg, false)
+  if (v instanceof Unresolved) return made(plan, "VB-cmd", "deny", `cannot verify: ${v.why}`)
+  if (v instanceof Many) {
+    for (const x of v.values) {
+      const d = checkOneCommand(ext, plan, role, x)
+      if (d !== null) return d
     }
-    if (allowedBy(parsed.words, ext.commandAllow) === null) {
-      const program = parsed.words[0] ?? ""
-      return made(plan, "VB-cmd", effect, `${role.arg.text} runs ${JSON.stringify(program)}${parsed.words.length > 1 ? " …" : ""}, which is not on the command allowlist`)
-    }
+    return null
   }
-  return null
+  return checkOneCommand(ext, plan, role, v)
+}
+
+const checkOneCommand = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole, v: unknown): RuleDecision | null => {
+  if (typeof v !== "string") return made(plan, "VB-cmd", "deny", `cannot verify: ${role.arg.text} is not a command line (a string)`)
+  if (v.trim() === "") return made(plan, "VB-cmd", "deny", `cannot verify: ${role.arg.text} is empty`)
+  const effect = ext.spec.commands.effect === "escalate" ? "escalate" : "deny"
+  const parsed = parseCommand(v)
+  if (!parsed.plain) {
+    if (runsInterpreter(v)) return made(plan, "VB-cmd", "deny", `${role.arg.text} pipes or substitutes into a shell or interpreter (like curl … | sh): never allowed`)
+    return made(plan, "VB-cmd", effect, `${role.arg.text} contains ${parsed.construct}: only a plain allowlisted command line passes`)
+  }
+  if (allowedBy(parsed.words, ext.commandAllow) !== null) return null
+  const program = parsed.words[0] ?? ""
+  return made(plan, "VB-cmd", effect, `${role.arg.text} runs ${JSON.stringify(program)}${parsed.words.length > 1 ? " …" : ""}, which is not on the command allowlist`)
 }
 
 const checkUrl = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole, args: unknown): RuleDecision | null => {
-  const values = valuesAt(args, role.arg, true)
-  if (typeof values === "string") return made(plan, "VB-url-invalid", "deny", `cannot verify: ${values}`)
-  for (const v of values) {
-    const u = parseUrl(v, role.arg.text)
-    if (u instanceof UrlProblem) return made(plan, u.rule, "deny", u.rule === "VB-url-invalid" ? `cannot verify: ${u.why}` : u.why)
-    if (!ext.schemes.has(u.scheme)) return made(plan, "VB-url-scheme", "deny", `${role.arg.text} uses the scheme ${u.scheme}, which is not allowed (${[...ext.schemes].join(", ")})`)
-    if (hostAllowed(u, ext.hostAllow) !== null) continue
-    const where = `${u.host}${u.port !== null ? `:${u.port}` : ""}`
-    let secret: string | null = null
-    for (const s of role.secrets) {
-      const found = valuesAt(args, s, false)
-      if (typeof found === "string") continue
-      for (const x of found) if (x !== null && x !== "" && x !== false) secret = `the argument ${s.text}`
-      if (secret !== null) break
+  const v = roleValues(args, role.arg, true)
+  if (v instanceof Unresolved) return made(plan, "VB-url-invalid", "deny", `cannot verify: ${v.why}`)
+  if (v instanceof Many) {
+    for (const x of v.values) {
+      const d = checkOneUrl(ext, plan, role, x, args)
+      if (d !== null) return d
     }
-    secret ??= findSecret(args, u.query, ext.secretKeys)
-    if (secret !== null) return made(plan, "VB-url-secret", "deny", `${secret} would send a secret to ${where}, which is not an allowed host`)
-    const effect = ext.spec.urls.effect
-    if (effect !== "allow") return made(plan, "VB-url-host", effect, `${where} is not an allowed host`)
+    return null
   }
-  return null
+  return checkOneUrl(ext, plan, role, v, args)
+}
+
+const checkOneUrl = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole, v: unknown, args: unknown): RuleDecision | null => {
+  const u = parseUrl(v, role.arg.text)
+  if (u instanceof UrlProblem) return made(plan, u.rule, "deny", u.rule === "VB-url-invalid" ? `cannot verify: ${u.why}` : u.why)
+  if (!ext.schemes.has(u.scheme)) return made(plan, "VB-url-scheme", "deny", `${role.arg.text} uses the scheme ${u.scheme}, which is not allowed (${[...ext.schemes].join(", ")})`)
+  if (hostAllowed(u, ext.hostAllow) !== null) return null
+  const where = `${u.host}${u.port !== null ? `:${u.port}` : ""}`
+  let secret: string | null = null
+  for (const s of role.secrets) {
+    const found = valuesAt(args, s, false)
+    if (typeof found === "string") continue
+    for (const x of found) if (x !== null && x !== "" && x !== false) secret = `the argument ${s.text}`
+    if (secret !== null) break
+  }
+  secret ??= findSecret(args, u.query, ext.secretKeys)
+  if (secret !== null) return made(plan, "VB-url-secret", "deny", `${secret} would send a secret to ${where}, which is not an allowed host`)
+  const effect = ext.spec.urls.effect
+  return effect === "allow" ? null : made(plan, "VB-url-host", effect, `${where} is not an allowed host`)
 }

@@ -34,7 +34,7 @@ import { BooleanLike, decodeSpec, NonEmptyString } from "../spec-schema.js"
 import { decide, parseScopesHeader, type RuleDecision } from "./evaluate.js"
 import { decideExtension, ENVIRONMENTS_HEADER, resolveToolName } from "./extension.js"
 import { formatWarning, lintPolicy, type PolicyWarning } from "./lint.js"
-import { type LoadedPolicy, loadPolicyFile } from "./policy.js"
+import { type LoadedPolicy, loadPolicyFile, RAW_JSON } from "./policy.js"
 import { TrajectoryState } from "./trajectory.js"
 
 const RuleConfig = Schema.Struct({
@@ -55,6 +55,17 @@ const RuleConfig = Schema.Struct({
   )
 })
 export type RuleConfig = typeof RuleConfig.Type
+
+/** Text that `JSON.stringify` would copy as is (no `"`, `\\`, control characters or surrogates). */
+const JSON_SAFE = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
+const quote = (s: string): string => (JSON_SAFE.test(s) ? `"${s}"` : JSON.stringify(s))
+
+/**
+ * `JSON.stringify(d)`, written out for the decisions built per call (about 4× faster): the decision
+ * and approval are fixed words, the other fields are quoted as JSON strings.
+ */
+const rawJson = (d: RuleDecision): string =>
+  `{"decision":"${d.decision}","rule":${quote(d.rule)},"scope":${quote(d.scope)},"message":${quote(d.message)},"approval":"${d.approval}"}`
 
 /** The request header that narrows the grant per request (lower-cased, as in JudgeContext.headers). */
 export const SCOPES_HEADER = "x-scopes"
@@ -84,15 +95,9 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
   const ext = loaded.extension
   const id: JudgeIdentity = { judge: name, kind: "rule", model: `policy:${compiled.provider}`, version: loaded.version }
   const mode = opts.mode
-  // the verdict's raw field (the gate's decision as JSON); prebuilt (frozen) decisions — allow, scope
-  // denial, a rule's own message — are serialised once
-  const raws = new WeakMap<RuleDecision, string>()
-  const rawOf = (d: RuleDecision): string => {
-    if (!Object.isFrozen(d)) return JSON.stringify(d)
-    let r = raws.get(d)
-    if (r === undefined) raws.set(d, (r = JSON.stringify(d)))
-    return r
-  }
+  // the verdict's raw field (the gate's decision as JSON): prebuilt decisions — allow, scope denial,
+  // a rule's own message — carry theirs; the others are written out per call
+  const rawOf = (d: RuleDecision): string => (d as { readonly [RAW_JSON]?: string })[RAW_JSON] ?? rawJson(d)
   const constFacts = new Map(ext.spec.constFacts)
   for (const [k, v] of Object.entries(opts.facts ?? {})) constFacts.set(k, String(v))
   const qualified = ext.qualified
@@ -114,7 +119,7 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
       const e = decideExtension(ext, plan, call.arguments, ctx.headers, constFacts)
       if (e !== null) return e
     }
-    if (trajectory !== null) {
+    if (trajectory !== null && trajectory.governs(tool)) {
       const t = trajectory.decide(plan, call.arguments, trajectory.keyOf(ctx.episodeId, ctx.sessionId), call)
       if (t !== null) return t
     }

@@ -545,7 +545,11 @@ export interface CompiledPolicy {
   readonly notAnObject: RuleDecision
 }
 
-const decision = (d: RuleDecision): RuleDecision => Object.freeze(d)
+/** The decision as JSON (the verdict's `raw`), kept on each prebuilt decision (non-enumerable: not part of the decision). */
+export const RAW_JSON: unique symbol = Symbol("vetobench.rule.raw")
+
+/** A prebuilt decision: frozen, its JSON computed once. */
+const decision = (d: RuleDecision): RuleDecision => Object.freeze(Object.defineProperty(d, RAW_JSON, { value: JSON.stringify(d) }))
 
 const compileRule = (r: RuleSpec, index: number, spec: PolicySpec): CompiledRule => {
   const kind = r.kind as RuleKind

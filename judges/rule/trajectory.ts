@@ -18,7 +18,7 @@
  * in one response) cannot split a sum between them; reservations count against later calls, never
  * for them (a pending approval lifts nothing).
  */
-import { valuesAt } from "./evaluate.js"
+import { resolveArg, Unresolved } from "./evaluate.js"
 import { checkTarget, type Effect3, type Reader, type StateSpec } from "./extension.js"
 import { compilePath, type CompiledPath, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
 import { goText } from "./text.js"
@@ -157,6 +157,8 @@ export interface CompiledTrajectory {
   readonly checks: ReadonlyMap<string, ReadonlyArray<TRule>>
   /** tool → how its released calls change state */
   readonly producers: ReadonlyMap<string, ReadonlyArray<Producer>>
+  /** tools whose calls also approve or precede (producers other than their own counts) */
+  readonly others: ReadonlySet<string>
   readonly state: StateSpec
 }
 
@@ -193,7 +195,8 @@ export const compileTrajectory = (specs: ReadonlyArray<TrajectorySpec>, state: S
       if (s.kind === "must_precede" && s.after.includes(tool)) push(producers, tool, { rule: r, kind: SEEN, key: pathOrNull(s.after_match), amount: null })
     }
   }
-  return { rules, checks, producers, state }
+  const others = new Set([...producers].filter(([, ps]) => ps.some((p) => p.kind !== ADD)).map(([t]) => t))
+  return { rules, checks, producers, others, state }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,22 +251,26 @@ class EpisodeStore {
     return e
   }
 
-  /** The episode, created when absent or expired, made most recent; evicts the least recent beyond the bound and expired ones. */
+  /** The episode, created when absent or expired, made most recent; evicts the least recent beyond the bound, and (at most once a second) expired ones. */
   touch(key: string, now: number): Episode {
     let e = this.peek(key, now)
     if (e === undefined) e = new Episode()
     else this.map.delete(key)
     e.touched = now
     this.map.set(key, e)
-    let swept = 0
-    for (const [k, v] of this.map) {
-      if (this.map.size > this.max || (now - v.touched > this.ttlMs && swept < 64)) {
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!)
+    if (now - this.swept >= 1000) {
+      this.swept = now
+      let n = 0
+      for (const [k, v] of this.map) {
+        if (now - v.touched <= this.ttlMs || ++n > 1024) break
         this.map.delete(k)
-        swept++
-      } else break
+      }
     }
     return e
   }
+
+  private swept = 0
 }
 
 /** Reservations kept per episode while their calls await `commit` (the oldest are dropped beyond it). */
@@ -275,20 +282,19 @@ const fmt = (n: number) => (Number.isInteger(n) ? String(n) : String(Math.round(
 
 /** The text of the single value at `p` ("" when there is no path), or why there is none. */
 const keyAt = (args: unknown, p: CompiledPath | null): { readonly key: string } | { readonly why: string } => {
-  if (p === null) return { key: "" }
-  const vs = valuesAt(args, p, false)
-  if (typeof vs === "string") return { why: vs }
-  const v = vs[0]
-  if (vs.length !== 1 || !(typeof v === "string" || typeof v === "number" || typeof v === "boolean")) return { why: `${p.text} is not a single value` }
+  if (p === null) return NO_KEY
+  const v = resolveArg(args, p)
+  if (v instanceof Unresolved) return { why: v.why }
+  if (!(typeof v === "string" || typeof v === "number" || typeof v === "boolean")) return { why: `${p.text} is not a single value` }
   return { key: goText(v) }
 }
+const NO_KEY = { key: "" } as const
 
 /** The single non-negative number at `p`, or why not. */
 const amountAt = (args: unknown, p: CompiledPath): number | string => {
-  const vs = valuesAt(args, p, false)
-  if (typeof vs === "string") return vs
-  const v = vs[0]
-  if (vs.length !== 1 || typeof v !== "number" || !Number.isFinite(v)) return `${p.text} is not a number, so it cannot be added up`
+  const v = resolveArg(args, p)
+  if (v instanceof Unresolved) return v.why
+  if (typeof v !== "number" || !Number.isFinite(v)) return `${p.text} is not a number, so it cannot be added up`
   if (v < 0) return `${p.text} is negative, so it cannot count towards the ceiling`
   return v
 }
@@ -316,6 +322,11 @@ export class TrajectoryState {
     return this.compiled.state.without_episode === "shared" ? "shared" : null
   }
 
+  /** A trajectory rule governs the tool's calls. */
+  governs(tool: string): boolean {
+    return this.compiled.checks.has(tool)
+  }
+
   /** The tool's calls change or read state (a trajectory rule governs it or counts it). */
   involves(tool: string): boolean {
     return this.compiled.checks.has(tool) || this.compiled.producers.has(tool)
@@ -331,6 +342,8 @@ export class TrajectoryState {
     if (episode === null) return fire(plan, rules[0]!, NO_EPISODE)
     const now = this.now()
     const ep = this.store.peek(episode, now)
+    // what the call adds, should it pass (its reservation)
+    let adds: Array<Delta> | null = null
     for (const r of rules) {
       const s = r.spec
       const k = keyAt(args, r.key)
@@ -342,6 +355,7 @@ export class TrajectoryState {
         if (typeof amount === "string") return fire(plan, r, `cannot verify: ${amount}`)
         const total = (g?.sum ?? 0) + (ep !== undefined ? pendingOf(ep, slot).sum : 0) + amount
         const limit = Math.max(s.max, g?.lifted ?? -Infinity)
+        ;(adds ??= []).push({ slot, kind: ADD, amount })
         if (total > limit) {
           const lifted = g !== undefined && g.lifted > s.max
           return fire(
@@ -357,17 +371,18 @@ export class TrajectoryState {
         }
       } else if (s.kind === "max_calls") {
         const count = (g?.count ?? 0) + (ep !== undefined ? pendingOf(ep, slot).count : 0)
+        ;(adds ??= []).push({ slot, kind: ADD, amount: 0 })
         if (count + 1 > s.max) return fire(plan, r, said(s, `${s.tool !== "" ? s.tool : s.tag !== "" ? `tag ${s.tag}` : "calls"}${groupOf(r, k.key)}: at most ${fmt(s.max)} per episode, ${fmt(count)} already made`))
       } else if (g === undefined || !g.seen) {
         return fire(plan, r, said(s, `${plan.tool} needs an earlier ${s.after.join(" or ")}${r.key !== null ? ` with the same ${r.key.text} (${k.key})` : ""} in this episode`))
       }
     }
-    const deltas = this.deltasOf(plan.tool, args)
-    if (deltas.some((d) => d.kind === ADD)) {
+    if (adds !== null) {
+      const others = this.compiled.others.has(plan.tool) ? this.deltasOf(plan.tool, args, false) : []
       const pending = this.store.touch(episode, now).pending
       // reservations wait for `commit`; should it never come (a caller without the hook), the oldest go
       if (pending.length >= MAX_PENDING) pending.shift()
-      pending.push({ call, deltas })
+      pending.push({ call, deltas: others.length === 0 ? adds : [...adds, ...others] })
     }
     return null
   }
@@ -383,7 +398,7 @@ export class TrajectoryState {
       if (i >= 0) deltas = ep.pending.splice(i, 1)[0]!.deltas
     }
     if (!released) return
-    deltas ??= this.deltasOf(tool, args)
+    deltas ??= this.deltasOf(tool, args, true)
     if (deltas.length === 0) return
     const target = this.store.touch(episode, now)
     for (const d of deltas) {
@@ -400,12 +415,13 @@ export class TrajectoryState {
     }
   }
 
-  /** How a released call of `tool` changes state (what can be read from its arguments). */
-  private deltasOf(tool: string, args: unknown): ReadonlyArray<Delta> {
+  /** How a released call of `tool` changes state (what can be read from its arguments); `withAdds: false` leaves out its own counts. */
+  private deltasOf(tool: string, args: unknown, withAdds: boolean): ReadonlyArray<Delta> {
     const ps = this.compiled.producers.get(tool)
     if (ps === undefined) return []
     const out: Array<Delta> = []
     for (const p of ps) {
+      if (!withAdds && p.kind === ADD) continue
       const k = keyAt(args, p.key)
       if ("why" in k) continue
       const slot = `${p.rule.index}\u0000${k.key}`

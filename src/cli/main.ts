@@ -13,6 +13,8 @@ import { demoCommand } from "./demo.js"
 import { fakeVllmCommand } from "./fake-vllm.js"
 import { policyCommand } from "./policy.js"
 import { proxyCommand } from "./proxy.js"
+import { replayCommand } from "./replay.js"
+import { reportCommand } from "./report.js"
 import { runCommand } from "./run.js"
 import { scoreCommand } from "./score.js"
 import { scenariosCommand } from "./scenarios.js"
@@ -22,7 +24,7 @@ import { verifyAuditCommand } from "./verify-audit.js"
 
 const root = Command.make("vetobench").pipe(
   Command.withDescription("test bench for the tool-call trust boundary"),
-  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, scoreCommand, policyCommand])
+  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, scoreCommand, replayCommand, reportCommand, policyCommand])
 )
 
 const cli = Command.run(root, { name: "vetobench", version: VERSION })

@@ -2,19 +2,45 @@
  * `vetobench run -e FILE [-c FILE] [--model M…] [--variant V…] [--bench asbench|asb…]` — run an
  * experiment's benchmarks through veto-proxy (reference §7.4).
  *
- * For each selected model (experiment order) × variant (experiment order): print
- * `== Agent-SafetyBench | <model> | <variant>` and run (or resume) the cases into
- * `<run_dir>/asbench/<slug(model)>/<variant>/`. `--model` / `--variant` are exact names,
- * repeatable or comma-separated; none = all. `--bench` defaults to `asbench`; `asb` is accepted
- * but skipped with one line until the ASB runner exists. The proxy must be running (`vetobench
- * proxy -c <same settings>`); the benchmark environments run in `python3` against the checkout at
- * `paths.asbench_dir`. Progress goes to stderr; errors are one line and exit 1.
+ * For each selected model (experiment order) × variant (experiment order):
+ * - Agent-SafetyBench: print `== Agent-SafetyBench | <model> | <variant>` and run (or resume) the
+ *   cases into `<run_dir>/asbench/<slug(model)>/<variant>/` (environments in `python3` against the
+ *   checkout at `paths.asbench_dir`);
+ * - ASB: for each attack in order print `== ASB | <model> | <variant> | <attack tag>`, run (or
+ *   resume) its shards into `<run_dir>/asb/<slug(model)>/<variant>/<tag>/` (`main_attacker.py` of
+ *   the checkout at `paths.asb_dir`, in `paths.asb_python`, through `launch.py`), then print the
+ *   attack's results (ASR, task success, refusal rate — provisional when the refusal judge is a
+ *   stand-in — blocked episodes, audit records joined per episode).
+ * After a model's variants, for each ASB attack, the paired Δ of every other variant against
+ * `baseline` (ΔASR; Δ task success for `clean`, the over-blocking measure).
+ *
+ * `--model` / `--variant` are exact names, repeatable or comma-separated; none = all. `--bench`
+ * defaults to both benchmarks; a benchmark named explicitly but disabled (or, for ASB, without
+ * attacks) is reported with one line. The proxy must be running (`vetobench proxy -c <same
+ * settings>`). Progress goes to stderr; errors are one line and exit 1 (a failed ASB shard: every
+ * failed shard with its exit status and log, after the other shards finished).
  */
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Either, Layer } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { auditFileName } from "../../layers/AuditSink.js"
 import { PythonBridge } from "../../layers/PythonBridge.js"
 import { checkProxy, runAsbench } from "../adapters/agent-safetybench/run.js"
-import { type Experiment, loadExperiment, selectModels, selectVariants, type Variant } from "../config/experiment.js"
+import { readTasks, TASKS_FILE } from "../adapters/asb/data.js"
+import { attackDelta, type AttackResults, attackResults, formatDiff, formatResults, refusalJudge } from "../adapters/asb/results.js"
+import { runAsbAttack } from "../adapters/asb/run.js"
+import {
+  type AsbAttack,
+  asbRunDir,
+  attackTag,
+  type Experiment,
+  loadExperiment,
+  runIdFor,
+  selectModels,
+  selectVariants,
+  type Variant
+} from "../config/experiment.js"
 import { Settings } from "../config/service.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import { Progress } from "../experiment/progress.js"
@@ -32,7 +58,7 @@ export const modelOption = listOption("model", "models to run")
 export const variantOption = listOption("variant", "variants to run (baseline, enforce-<judge>, …)")
 const benchOption = Options.choice("bench", ["asbench", "asb"]).pipe(
   Options.repeated,
-  Options.withDescription("benchmarks to run (default: asbench)")
+  Options.withDescription("benchmarks to run (default: both)")
 )
 
 /** Names from repeatable, comma-separated options, duplicates dropped. */
@@ -64,23 +90,92 @@ export const selection = (config: string, experiment: string, model: ReadonlyArr
 export const bridgeLayer = (settings: SettingsShape, workers: number) =>
   PythonBridge.layer({ asbenchDir: settings.paths.asbench_dir, workers }).pipe(Layer.mapError((e) => fail(e.message)))
 
-const runSelection = (sel: Selection) =>
+const runAsbenchOne = (sel: Selection, model: string, variant: Variant) =>
   Effect.gen(function*() {
-    for (const model of sel.models) {
-      for (const variant of sel.variants) {
-        yield* Console.log(`== Agent-SafetyBench | ${model} | ${variant.name}`)
-        const s = yield* runAsbench(sel.exp, model, variant).pipe(Effect.mapError((e) => fail(e.message)))
-        yield* Console.log(
-          `[asbench] ${s.route}: ${s.ran.ok} ok, ${s.ran.exceeded} exceeded, ${s.ran.error} error` +
-            ` (${s.skipped} of ${s.selected} done before) → ${s.genRes}`
-        )
-      }
-    }
-  }).pipe(
-    Effect.provide(
-      Layer.mergeAll(bridgeLayer(sel.settings, sel.exp.agent_safetybench.workers), Progress.Live, Settings.layerValue(sel.settings))
+    yield* Console.log(`== Agent-SafetyBench | ${model} | ${variant.name}`)
+    const s = yield* runAsbench(sel.exp, model, variant).pipe(Effect.mapError((e) => fail(e.message)))
+    yield* Console.log(
+      `[asbench] ${s.route}: ${s.ran.ok} ok, ${s.ran.exceeded} exceeded, ${s.ran.error} error` +
+        ` (${s.skipped} of ${s.selected} done before) → ${s.genRes}`
     )
-  )
+  })
+
+/** The results of one model × variant × attack as on disk (shard CSVs, audit file). */
+const asbResults = (sel: Selection, model: string, variant: Variant, attack: AsbAttack) =>
+  Effect.gen(function*() {
+    const { settings, exp } = sel
+    const tasks = yield* readTasks(path.join(settings.paths.asb_dir, "data", TASKS_FILE)).pipe(Effect.mapError((e) => fail(`ASB data: ${e.message}`)))
+    return yield* attackResults({
+      dir: path.join(asbRunDir(exp, model, variant), attackTag(attack)),
+      tasks,
+      auditFile: path.join(settings.proxy.audit_dir, auditFileName(runIdFor(exp, "asb", model, variant))),
+      session: attackTag(attack),
+      refusalTemplate: settings.proxy.refusal_template,
+      refusalJudge: refusalJudge(settings.aliases, exp.models)
+    }).pipe(Effect.mapError((e) => fail(e.message)))
+  })
+
+const runAsbOne = (sel: Selection, model: string, variant: Variant, attack: AsbAttack) =>
+  Effect.gen(function*() {
+    const tag = attackTag(attack)
+    yield* Console.log(`== ASB | ${model} | ${variant.name} | ${tag}`)
+    const s = yield* runAsbAttack(sel.exp, model, variant, attack).pipe(Effect.mapError((e) => fail(e.message)))
+    const skipped = s.shards.filter((x) => x.status === "skipped").length
+    yield* Console.log(
+      `[asb] ${s.route} ${tag}: ${s.shards.length - skipped} shards run, ${skipped} done before` +
+        ` (${s.tools} tools × ${s.taskNum} task${s.taskNum === 1 ? "" : "s"} = ${s.episodes} episodes) → ${s.dir}`
+    )
+    const r = yield* asbResults(sel, model, variant, attack)
+    yield* Console.log(`[asb] ${s.route} ${tag}: ${formatResults(r)}`)
+    return r
+  })
+
+/** Paired Δ against `baseline` for each other variant run here (baseline read from disk if not selected). */
+const asbDeltas = (sel: Selection, model: string, attack: AsbAttack, results: ReadonlyMap<string, AttackResults>) =>
+  Effect.gen(function*() {
+    const baseline = sel.exp.variants.find((v) => v.name === "baseline")
+    const others = [...results.keys()].filter((name) => name !== "baseline")
+    if (baseline === undefined || others.length === 0) return
+    const base = results.get("baseline") ??
+      (fs.existsSync(path.join(asbRunDir(sel.exp, model, baseline), attackTag(attack)))
+        ? yield* asbResults(sel, model, baseline, attack)
+        : undefined)
+    if (base === undefined || base.shards === 0) return
+    const tag = attackTag(attack)
+    for (const name of others) {
+      const d = attackDelta("baseline", base.core, results.get(name)!.core)
+      yield* Console.log(
+        attack.method === "clean"
+          ? `[asb] ${model} ${tag}: Δ task success ${name} − baseline ${formatDiff(d.original_task_success)}`
+          : `[asb] ${model} ${tag}: ΔASR ${name} − baseline ${formatDiff(d.asr)}`
+      )
+    }
+  })
+
+const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean) =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      // the bridge only when Agent-SafetyBench runs: it needs that checkout
+      const bridge = doAsbench ? yield* Layer.build(bridgeLayer(sel.settings, sel.exp.agent_safetybench.workers)) : null
+      for (const model of sel.models) {
+        const asb = new Map<string, Map<string, AttackResults>>()
+        for (const variant of sel.variants) {
+          if (bridge !== null) yield* Effect.provide(runAsbenchOne(sel, model, variant), bridge)
+          if (!doAsb) continue
+          for (const attack of sel.exp.asb.attacks) {
+            const r = yield* runAsbOne(sel, model, variant, attack)
+            const tag = attackTag(attack)
+            const byVariant = asb.get(tag) ?? new Map<string, AttackResults>()
+            byVariant.set(variant.name, r)
+            asb.set(tag, byVariant)
+          }
+        }
+        if (doAsb) {
+          for (const attack of sel.exp.asb.attacks) yield* asbDeltas(sel, model, attack, asb.get(attackTag(attack)) ?? new Map())
+        }
+      }
+    })
+  ).pipe(Effect.provide(Layer.mergeAll(Progress.Live, Settings.layerValue(sel.settings))))
 
 export const runCommand = Command.make(
   "run",
@@ -88,14 +183,28 @@ export const runCommand = Command.make(
   ({ bench, config, experiment, model, variant }) =>
     Effect.gen(function*() {
       const sel = yield* selection(config, experiment, model, variant)
-      const benches = bench.length === 0 ? ["asbench"] : bench
-      if (benches.includes("asb")) yield* Console.log("== ASB: skipped (ASB runs come with the ASB issue)")
-      if (!benches.includes("asbench")) return
-      if (!sel.exp.agent_safetybench.enabled) {
-        return yield* Console.log(`== Agent-SafetyBench: disabled in ${sel.exp.file} (agent_safetybench.enabled: false)`)
+      const explicit = bench.length > 0
+      const benches: ReadonlyArray<string> = explicit ? bench : ["asbench", "asb"]
+      let doAsbench = benches.includes("asbench")
+      if (doAsbench && !sel.exp.agent_safetybench.enabled) {
+        doAsbench = false
+        yield* Console.log(`== Agent-SafetyBench: disabled in ${sel.exp.file} (agent_safetybench.enabled: false)`)
       }
-      // before the bridge starts: a missing proxy is the most likely problem and its line names the fix
+      let doAsb = benches.includes("asb")
+      if (doAsb && (!sel.exp.asb.enabled || sel.exp.asb.attacks.length === 0)) {
+        doAsb = false
+        // named explicitly: say why nothing runs; by default: an experiment without ASB is normal
+        if (explicit) {
+          yield* Console.log(
+            sel.exp.asb.enabled
+              ? `== ASB: no attacks in ${sel.exp.file} (asb.attacks is empty)`
+              : `== ASB: disabled in ${sel.exp.file} (asb.enabled: false)`
+          )
+        }
+      }
+      if (!doAsbench && !doAsb) return
+      // before anything starts: a missing proxy is the most likely problem and its line names the fix
       yield* checkProxy(sel.exp.proxy_url, sel.settings.file).pipe(Effect.mapError((e) => fail(e.message)))
-      yield* runSelection(sel)
+      yield* runSelection(sel, doAsbench, doAsb)
     })
 ).pipe(Command.withDescription("run an experiment's benchmarks through veto-proxy (resumable)"))

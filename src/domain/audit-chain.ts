@@ -5,24 +5,29 @@
  * so `prev_hash` (and `seq`, `ts`, `schema`) are covered. The first record's `prev_hash` is
  * `GENESIS_HASH`; `seq` is 1 for the first record of a file and increases by exactly 1.
  * The written line is `JSON.stringify(record)` (insertion order); only the hash uses canonical form.
+ *
+ * Sealing in two steps (what the file sink does): {@link prepareEntry} canonicalizes and serialises
+ * everything but the chain members, off the writer's serial section; {@link sealPrepared} then only
+ * splices `prev_hash`, `seq` and `ts` into the prepared texts and hashes. The result is byte for byte
+ * what {@link sealRecord} + `JSON.stringify` give.
  */
-import { createHash } from "node:crypto"
+import { createHash, hash as sha256Once } from "node:crypto"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import type { AuditEntry, Sealed } from "./audit-record.js"
-import { canonicalize } from "./canonical-json.js"
+import { canonicalize, canonicalizeWithout, canonicalMembers, quoteJson } from "./canonical-json.js"
+
+/** Lowercase hex SHA-256 of the UTF-8 bytes of `text` (one-shot `crypto.hash` where Node has it). */
+const sha256Hex: (text: string) => string =
+  typeof sha256Once === "function"
+    ? (text) => sha256Once("sha256", text, "hex")
+    : (text) => createHash("sha256").update(text, "utf8").digest("hex")
 
 /**
  * Hash of a record: any `hash` key present is ignored.
  * @throws CanonicalJsonError when the record holds a non-finite number or another non-JSON value.
  */
-export const recordHash = (record: object): string => {
-  let body: object = record
-  if (Object.prototype.hasOwnProperty.call(record, "hash")) {
-    const { hash: _ignored, ...rest } = record as Record<string, unknown>
-    body = rest
-  }
-  return createHash("sha256").update(HASH_PREFIX, "utf8").update(canonicalize(body), "utf8").digest("hex")
-}
+export const recordHash = (record: object): string =>
+  sha256Hex(HASH_PREFIX + (Object.prototype.hasOwnProperty.call(record, "hash") ? canonicalizeWithout(record, "hash") : canonicalize(record)))
 
 export interface ChainPosition {
   readonly seq: number
@@ -31,14 +36,125 @@ export interface ChainPosition {
   readonly prev_hash: string
 }
 
+/** The reference sealing: the record as a spread, hashed with {@link recordHash}. */
+const sealSpread = <E extends AuditEntry>(entry: E, at: ChainPosition): Sealed<E> => {
+  const body = { schema: AUDIT_SCHEMA as typeof AUDIT_SCHEMA, seq: at.seq, ts: at.ts, ...entry, prev_hash: at.prev_hash }
+  return { ...body, hash: recordHash(body) } as Sealed<E>
+}
+
+/** An entry made ready to seal at any chain position (see {@link prepareEntry}). */
+export interface PreparedEntry<E extends AuditEntry = AuditEntry> {
+  /** the entry's own enumerable members, copied once (what the record spreads) */
+  readonly entry: E
+  /**
+   * The canonical text of the record around its chain members: `parts[0] + prev_hash + parts[1] + seq +
+   * parts[2] + ts + parts[3]` (values as JSON). Null when the entry has a member that would clash with
+   * the chain's (`schema`, `seq`, `ts`, `prev_hash`, `hash`), an own `toJSON`, or an array-index key: such
+   * an entry is sealed the reference way.
+   */
+  readonly parts: readonly [string, string, string, string] | null
+  /** `JSON.stringify(entry)` without its braces ("" for no member); null unless asked for or when `parts` is null */
+  readonly json: string | null
+}
+
+const RESERVED = new Set(["schema", "seq", "ts", "prev_hash", "hash", "toJSON"])
+/** the chain members in canonical order, and which dynamic value (0 prev_hash, 1 seq, 2 ts) follows each */
+const CHAIN_KEYS = ["prev_hash", "schema", "seq", "ts"] as const
+const SCHEMA_MEMBER = `"schema":${JSON.stringify(AUDIT_SCHEMA)}`
+const LINE_HEAD = `{"schema":${JSON.stringify(AUDIT_SCHEMA)},"seq":`
+
+/**
+ * Canonicalize (and, with `line`, serialise) an entry for sealing later, at a position not yet known.
+ * @throws CanonicalJsonError as {@link recordHash} would when sealing it.
+ */
+export const prepareEntry = <E extends AuditEntry>(entry: E, options: { readonly line?: boolean } = {}): PreparedEntry<E> => {
+  const copy = { ...entry }
+  const keys = Object.keys(copy)
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!
+    const c = k.charCodeAt(0)
+    if (RESERVED.has(k) || (c >= 48 && c <= 57)) return { entry: copy, parts: null, json: null }
+  }
+  const { keys: sorted, members } = canonicalMembers(copy)
+  // members (and chain members) between the dynamic values, joined once: flat strings hash faster than ropes
+  const parts: Array<string> = []
+  let run: Array<string> = []
+  let c = 0
+  for (let i = 0; i <= sorted.length; i++) {
+    const k = i < sorted.length ? sorted[i]! : null
+    for (; c < CHAIN_KEYS.length && (k === null || CHAIN_KEYS[c]! < k); c++) {
+      if (c === 1) {
+        run.push(SCHEMA_MEMBER)
+      } else {
+        run.push(`"${CHAIN_KEYS[c]!}":`)
+        parts.push(joinRun(parts.length === 0, run, false))
+        run = []
+      }
+    }
+    if (k !== null) run.push(members[i]!)
+  }
+  parts.push(joinRun(false, run, true))
+  let json: string | null = null
+  if (options.line === true) {
+    const whole = JSON.stringify(copy)
+    json = whole.length > 2 ? whole.slice(1, -1) : ""
+  }
+  return { entry: copy, parts: parts as unknown as readonly [string, string, string, string], json }
+}
+
+/**
+ * One stretch of the canonical text between two dynamic values: its members joined by commas, with the
+ * opening brace (first stretch), the comma that follows the preceding value, and the closing brace (last).
+ */
+const joinRun = (first: boolean, run: ReadonlyArray<string>, last: boolean): string =>
+  (first ? "{" : run.length > 0 ? "," : "") + run.join(",") + (last ? "}" : "")
+
+const fastAt = (at: ChainPosition): boolean =>
+  typeof at.seq === "number" && Number.isFinite(at.seq) && typeof at.ts === "string" && typeof at.prev_hash === "string"
+
+/** The record sealed from a prepared entry: what {@link sealRecord} returns. */
+export const preparedRecord = <E extends AuditEntry>(p: PreparedEntry<E>, at: ChainPosition, hash: string): Sealed<E> =>
+  ({ schema: AUDIT_SCHEMA, seq: at.seq, ts: at.ts, ...p.entry, prev_hash: at.prev_hash, hash }) as Sealed<E>
+
+export interface SealedLine {
+  readonly hash: string
+  /** `JSON.stringify(record)`, without the newline */
+  readonly line: string
+}
+
+/**
+ * Seal a prepared entry at `at`: its hash and its JSONL line, as `sealRecord` + `JSON.stringify` give.
+ * @throws CanonicalJsonError for a position that is not JSON (a non-finite `seq`).
+ */
+export const sealPrepared = (p: PreparedEntry, at: ChainPosition): SealedLine => {
+  const parts = p.parts
+  if (parts === null || p.json === null || !fastAt(at)) {
+    const record = sealSpread(p.entry, at)
+    return { hash: record.hash, line: JSON.stringify(record) }
+  }
+  const seq = "" + at.seq
+  const ts = quoteJson(at.ts)
+  const prev = quoteJson(at.prev_hash)
+  const hash = sha256Hex(HASH_PREFIX + parts[0] + prev + parts[1] + seq + parts[2] + ts + parts[3])
+  const members = p.json === "" ? "" : "," + p.json
+  return { hash, line: LINE_HEAD + seq + ',"ts":' + ts + members + ',"prev_hash":' + prev + ',"hash":"' + hash + '"}' }
+}
+
+/** The hash alone of a prepared entry sealed at `at`. */
+const preparedHash = (p: PreparedEntry, at: ChainPosition): string => {
+  const parts = p.parts!
+  return sha256Hex(HASH_PREFIX + parts[0] + quoteJson(at.prev_hash) + parts[1] + at.seq + parts[2] + quoteJson(at.ts) + parts[3])
+}
+
 /**
  * The full record for `entry` at a chain position. Field order of the written line:
  * schema, seq, ts, the entry's fields, prev_hash, hash.
  * @throws CanonicalJsonError (see {@link recordHash}).
  */
 export const sealRecord = <E extends AuditEntry>(entry: E, at: ChainPosition): Sealed<E> => {
-  const body = { schema: AUDIT_SCHEMA as typeof AUDIT_SCHEMA, seq: at.seq, ts: at.ts, ...entry, prev_hash: at.prev_hash }
-  return { ...body, hash: recordHash(body) } as Sealed<E>
+  if (!fastAt(at)) return sealSpread(entry, at)
+  const p = prepareEntry(entry)
+  return p.parts === null ? sealSpread(p.entry, at) : preparedRecord(p, at, preparedHash(p, at))
 }
 
 export interface VerifyResult {

@@ -13,6 +13,10 @@
  *
  * Lone surrogates are escaped (`\udXXX`) as ES2019 `JSON.stringify` does; JCS requires I-JSON input and
  * does not define them, so callers that need strict interoperability should not pass them.
+ *
+ * {@link canonicalizeReference} is the plain transcription of these rules; {@link canonicalize} is the
+ * same function made fast (sorted key orders cached per key shape, no per-key escaping, values read
+ * with `Object.values`), and the tests check that the two agree.
  */
 import { Data } from "effect"
 
@@ -34,6 +38,9 @@ interface Out {
 /** Strings JSON.stringify would escape: `"`, `\`, controls, and surrogates (lone ones are escaped; pairs take the slow path). */
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/
 const str = (s: string): string => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : '"' + s + '"')
+
+/** `JSON.stringify(s)` for a string (which is also its canonical form), with a fast path for strings that need no escape. */
+export const quoteJson = str
 
 /** Keys by UTF-16 code units (`<` on strings compares code units); insertion sort for the usual few keys. */
 const sortKeys = (keys: string[]): string[] => {
@@ -64,7 +71,7 @@ const prepare = (value: unknown, key: string | number): unknown =>
 const isOmitted = (v: unknown): boolean => v === undefined || typeof v === "function" || typeof v === "symbol"
 
 /** Append the canonical form of a prepared, non-omitted `value` to `out`. */
-const write = (out: Out, value: unknown, key: string | number, depth: number): void => {
+const writeRef = (out: Out, value: unknown, key: string | number, depth: number): void => {
   switch (typeof value) {
     case "string":
       out.s += str(value)
@@ -84,7 +91,7 @@ const write = (out: Out, value: unknown, key: string | number, depth: number): v
       if (depth >= MAX_DEPTH) fail(`nesting deeper than ${MAX_DEPTH} (cyclic value?)`)
       if (value instanceof Number || value instanceof String || value instanceof Boolean) {
         // boxed primitives, unwrapped as JSON.stringify does
-        return write(out, value.valueOf(), key, depth)
+        return writeRef(out, value.valueOf(), key, depth)
       }
       if (Array.isArray(value)) {
         out.s += "["
@@ -92,7 +99,7 @@ const write = (out: Out, value: unknown, key: string | number, depth: number): v
           if (i > 0) out.s += ","
           const v = prepare(value[i], i)
           if (isOmitted(v)) out.s += "null"
-          else write(out, v, i, depth + 1)
+          else writeRef(out, v, i, depth + 1)
         }
         out.s += "]"
         return
@@ -106,7 +113,7 @@ const write = (out: Out, value: unknown, key: string | number, depth: number): v
         if (isOmitted(v)) continue
         out.s += first ? str(k) + ":" : "," + str(k) + ":"
         first = false
-        write(out, v, k, depth + 1)
+        writeRef(out, v, k, depth + 1)
       }
       out.s += "}"
       return
@@ -118,14 +125,197 @@ const write = (out: Out, value: unknown, key: string | number, depth: number): v
 }
 
 /**
+ * The reference implementation: a direct transcription of the rules above, kept as the
+ * specification of {@link canonicalize} (the tests check that both agree). Same result, same errors.
+ */
+export const canonicalizeReference = (value: unknown): string => {
+  const out: Out = { s: "" }
+  const v = prepare(value, "")
+  if (isOmitted(v)) fail(`top-level value of type ${typeof v} is not JSON`)
+  writeRef(out, v, "", 0)
+  return out.s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fast path: the same rules, with the sorted key order and the quoted keys of each key shape cached
+
+/** The canonical order of one key list (the own enumerable keys of an object, in their own order). */
+interface Shape {
+  /** canonical position j → index of that key in the object's own order */
+  readonly order: ReadonlyArray<number>
+  /** the keys in canonical order */
+  readonly keys: ReadonlyArray<string>
+  /** `"key":` in canonical order */
+  readonly heads: ReadonlyArray<string>
+  /** `,"key":` in canonical order */
+  readonly commaHeads: ReadonlyArray<string>
+}
+
+/** A node of the shape cache: the key lists seen so far, as a trie over their keys in own order. */
+interface ShapeNode {
+  readonly key: string
+  readonly parent: ShapeNode | null
+  /** the first few children, searched linearly (keys from `Object.keys` compare by pointer) */
+  readonly kids: Array<ShapeNode>
+  /** every child, once there are more than `KIDS` */
+  more: Map<string, ShapeNode> | null
+  shape: Shape | null
+}
+
+const KIDS = 8
+/** objects with more keys than this are not cached (dictionaries with data as keys) */
+const MAX_SHAPE_KEYS = 64
+/** the cache is dropped and rebuilt when it grows beyond this many nodes */
+const MAX_SHAPE_NODES = 20_000
+
+const newNode = (key: string, parent: ShapeNode | null): ShapeNode => ({ key, parent, kids: [], more: null, shape: null })
+let shapeRoot = newNode("", null)
+let shapeNodes = 0
+
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+const makeShape = (ownOrder: ReadonlyArray<string>): Shape => {
+  const order = ownOrder.map((_, i) => i).sort((a, b) => byCodeUnits(ownOrder[a]!, ownOrder[b]!))
+  const keys = order.map((i) => ownOrder[i]!)
+  const heads = keys.map((k) => str(k) + ":")
+  return { order, keys, heads, commaHeads: heads.map((h) => "," + h) }
+}
+
+const childOf = (node: ShapeNode, key: string): ShapeNode | null => {
+  const kids = node.kids
+  for (let i = 0; i < kids.length; i++) if (kids[i]!.key === key) return kids[i]!
+  const found = node.more?.get(key)
+  if (found !== undefined) return found
+  if (shapeNodes >= MAX_SHAPE_NODES) return null
+  shapeNodes++
+  const child = newNode(key, node)
+  if (kids.length < KIDS) kids.push(child)
+  else (node.more ??= new Map()).set(key, child)
+  return child
+}
+
+/** The shape of an own key list (from `Object.keys`): cached, or built for this object alone. */
+const shapeOf = (keys: ReadonlyArray<string>): Shape => {
+  if (keys.length > MAX_SHAPE_KEYS) return makeShape(keys)
+  let node: ShapeNode | null = shapeRoot
+  for (let i = 0; i < keys.length && node !== null; i++) node = childOf(node, keys[i]!)
+  if (node === null) {
+    // full: start a fresh cache (the shapes in use come back on their next use)
+    shapeRoot = newNode("", null)
+    shapeNodes = 0
+    return makeShape(keys)
+  }
+  return (node.shape ??= makeShape(keys))
+}
+
+/** The canonical text of `value` (already through `toJSON`, not omitted). */
+const canon = (value: unknown, key: string | number, depth: number): string => {
+  switch (typeof value) {
+    case "string":
+      return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : '"' + value + '"'
+    case "number":
+      // String(n) is JSON.stringify(n) for finite numbers (-0 → "0")
+      return Number.isFinite(value) ? "" + value : fail(`non-finite number ${String(value)} at key ${JSON.stringify(String(key))}`)
+    case "boolean":
+      return value ? "true" : "false"
+    case "object": {
+      if (value === null) return "null"
+      if (depth >= MAX_DEPTH) fail(`nesting deeper than ${MAX_DEPTH} (cyclic value?)`)
+      const proto: unknown = Object.getPrototypeOf(value)
+      if (proto !== Object.prototype && proto !== Array.prototype && proto !== null) {
+        if (value instanceof Number || value instanceof String || value instanceof Boolean) return canon(value.valueOf(), key, depth)
+      }
+      if (Array.isArray(value)) {
+        const n = value.length
+        if (n === 0) return "[]"
+        let out = "["
+        for (let i = 0; i < n; i++) {
+          if (i > 0) out += ","
+          const v = prepare(value[i], i)
+          out += isOmitted(v) ? "null" : canon(v, i, depth + 1)
+        }
+        return out + "]"
+      }
+      return canonObject(value, depth, null)
+    }
+    default:
+      // bigint (undefined, function and symbol never get here)
+      return fail(`${typeof value} at key ${JSON.stringify(String(key))} is not JSON`)
+  }
+}
+
+/** `obj`'s members (without its own member `omit`) as a canonical object; `obj` is already through `toJSON`. */
+const canonObject = (obj: object, depth: number, omit: string | null): string => {
+  const ownKeys = Object.keys(obj)
+  const n = ownKeys.length
+  if (n === 0) return "{}"
+  const shape = shapeOf(ownKeys)
+  const values: ReadonlyArray<unknown> = Object.values(obj)
+  // a getter that removed a property would misalign the two lists: read by key then
+  const aligned = values.length === n
+  const order = shape.order
+  const keys = shape.keys
+  let heads = shape.heads
+  let out = "{"
+  for (let j = 0; j < n; j++) {
+    const k = keys[j]!
+    if (k === omit) continue
+    const v = prepare(aligned ? values[order[j]!] : (obj as Record<string, unknown>)[k], k)
+    if (isOmitted(v)) continue
+    out += heads[j]! + canon(v, k, depth + 1)
+    heads = shape.commaHeads
+  }
+  return out + "}"
+}
+
+/**
  * The RFC 8785 canonical JSON text of `value`.
  * @throws CanonicalJsonError on non-finite numbers, bigints, too deep / cyclic values, or a top-level
  *   value that JSON cannot represent (undefined, function, symbol).
  */
 export const canonicalize = (value: unknown): string => {
-  const out: Out = { s: "" }
   const v = prepare(value, "")
   if (isOmitted(v)) fail(`top-level value of type ${typeof v} is not JSON`)
-  write(out, v, "", 0)
-  return out.s
+  return canon(v, "", 0)
+}
+
+/**
+ * `canonicalize` of a copy of `obj` without its member `omit` (`const { [omit]: _, ...rest } = obj`), made
+ * without the copy. Like the copy, it ignores `obj`'s prototype; an own enumerable `toJSON` function (which
+ * the copy would keep and honour) is honoured the same way.
+ * @throws CanonicalJsonError as {@link canonicalize}.
+ */
+export const canonicalizeWithout = (obj: object, omit: string): string => {
+  if (Object.prototype.propertyIsEnumerable.call(obj, "toJSON") && typeof (obj as { toJSON?: unknown }).toJSON === "function") {
+    const { [omit]: _omitted, ...rest } = obj as Record<string, unknown>
+    return canonicalize(rest)
+  }
+  return canonObject(obj, 0, omit)
+}
+
+/** The members of an object in canonical order, each as `"key":value`; omitted members are left out. */
+export interface CanonicalMembers {
+  readonly keys: ReadonlyArray<string>
+  readonly members: ReadonlyArray<string>
+}
+
+/**
+ * The canonical members of `obj` taken as a top-level object (its own `toJSON` is not applied):
+ * `"{" + members.join(",") + "}"` is `canonicalize(obj)` for an object without `toJSON`. Lets a caller
+ * merge in members of its own at their sorted places.
+ * @throws CanonicalJsonError as {@link canonicalize}.
+ */
+export const canonicalMembers = (obj: object): CanonicalMembers => {
+  const ownKeys = Object.keys(obj)
+  const shape = shapeOf(ownKeys)
+  const keys: Array<string> = []
+  const members: Array<string> = []
+  for (let j = 0; j < shape.keys.length; j++) {
+    const k = shape.keys[j]!
+    const v = prepare((obj as Record<string, unknown>)[k], k)
+    if (isOmitted(v)) continue
+    keys.push(k)
+    members.push(shape.heads[j]! + canon(v, k, 1))
+  }
+  return { keys, members }
 }

@@ -38,7 +38,10 @@ const r = (x: number): string => {
   return Object.is(v, -0) ? "0" : String(v)
 }
 
-const signed1 = (x: number): string => `${x > 0 ? "+" : x < 0 ? "−" : "±"}${Math.abs(x).toFixed(1)}`
+const signed1 = (x: number): string => {
+  const s = Math.abs(x).toFixed(1)
+  return `${x < 0 && Number(s) !== 0 ? "−" : "+"}${s}`
+}
 
 /** 1–2–5 steps: about `count` ticks covering [lo, hi]. */
 export const niceTicks = (lo: number, hi: number, count = 6): Array<number> => {
@@ -126,7 +129,15 @@ interface Legend {
 }
 
 /** Legend entries (swatch + name) laid out in rows starting at (x, y) within `width`. */
-const legend = (entries: ReadonlyArray<{ readonly name: string; readonly color: string; readonly shape?: number }>, x: number, y: number, width: number): Legend => {
+interface LegendEntry {
+  readonly name: string
+  readonly color: string
+  readonly shape?: number
+  /** draws the swatch centred at (x, y) instead of a marker */
+  readonly glyph?: (x: number, y: number) => string
+}
+
+const legend = (entries: ReadonlyArray<LegendEntry>, x: number, y: number, width: number): Legend => {
   const out: Array<string> = [`<g class="legend">`]
   let cx = x
   let cy = y
@@ -137,7 +148,7 @@ const legend = (entries: ReadonlyArray<{ readonly name: string; readonly color: 
       cx = x
       cy += 18
     }
-    out.push(marker(e.shape ?? i, cx + 6, cy + 6, 5, e.color), text(cx + 16, cy + 10, label))
+    out.push(e.glyph === undefined ? marker(e.shape ?? i, cx + 6, cy + 6, 5, e.color) : e.glyph(cx + 6, cy + 6), text(cx + 16, cy + 10, label))
     cx += w
   }
   out.push(`</g>`)
@@ -195,7 +206,7 @@ export interface ForestOptions {
 
 /** Paired Δ per row with its CI as a horizontal whisker, a dashed zero line and the values as text. */
 export const forestPlot = (groups: ReadonlyArray<ForestGroup>, opts: ForestOptions): string => {
-  const width = opts.width ?? 820
+  const width = opts.width ?? 1000
   const rowH = 30
   const groupH = 26
   const labelW = 230
@@ -249,7 +260,7 @@ export const forestPlot = (groups: ReadonlyArray<ForestGroup>, opts: ForestOptio
       y += rowH
     }
   }
-  if (lo < 0 && hi > 0) body.push(line(sx(0), top, sx(0), bottom, `stroke="${INK}" stroke-width="1" stroke-dasharray="4 3" class="zero"`))
+  if (lo <= 0 && hi >= 0) body.push(line(sx(0), top, sx(0), bottom, `stroke="${INK}" stroke-width="1" stroke-dasharray="4 3" class="zero"`))
   if (hasNotes) {
     if (opts.leftNote !== undefined) body.push(text(plotL, height - 4, opts.leftNote, `fill="${MUTED}" font-size="11"`))
     if (opts.rightNote !== undefined) body.push(text(plotR, height - 4, opts.rightNote, `text-anchor="end" fill="${MUTED}" font-size="11"`))
@@ -296,7 +307,7 @@ export interface BarOptions {
 
 /** Rates in percent as horizontal bars, grouped by category, CI whiskers, value text at the right. */
 export const groupedBars = (series: ReadonlyArray<BarSeries>, categories: ReadonlyArray<BarCategory>, opts: BarOptions): string => {
-  const width = opts.width ?? 820
+  const width = opts.width ?? 1000
   const labelW = 230
   const valueW = 64
   const barH = 12
@@ -395,19 +406,27 @@ const latencyScale = (values: ReadonlyArray<number>, l: number, rr: number) => {
   return { log: false, ticks: niceTicks(0, dhi, 6), sx: (v: number) => l + (Math.max(0, v) / dhi) * (rr - l) }
 }
 
+const p95Glyph = (x: number, y: number): string =>
+  `<path class="p95" d="M${r(x)} ${r(y - 6)} L${r(x + 6)} ${r(y)} L${r(x)} ${r(y + 6)} L${r(x - 6)} ${r(y)} Z" fill="#FFFFFF" stroke="${INK}" stroke-width="1.5"/>`
+
 /** One row per judge/variant: whisker min–max, box p25–p75, median bar, p95 diamond, values as text. */
 export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOptions): string => {
-  const width = opts.width ?? 820
+  const width = opts.width ?? 1000
   const rowH = 32
-  const labelW = 230
+  const labelW = 260
   const valueW = 170
   const plotL = labelW + 10
   const plotR = width - valueW - 10
+  const boxes = rows.some((s) => isFiniteNumber(s.p25) && isFiniteNumber(s.p75))
+  const ranges = rows.some((s) => isFiniteNumber(s.min) && isFiniteNumber(s.max))
   const lg = legend(
     [
-      { name: "p25–p75", color: "#9AA4AE", shape: 0 },
-      { name: "median (p50)", color: INK, shape: 0 },
-      { name: "p95", color: seriesColor(2), shape: 2 }
+      { name: "median (p50)", color: INK, glyph: (x: number, y: number) => line(x, y - 6, x, y + 6, `stroke="${INK}" stroke-width="2.5"`) },
+      { name: "95th percentile", color: INK, glyph: (x: number, y: number) => p95Glyph(x, y) },
+      ...(boxes
+        ? [{ name: "p25–p75", color: "#9AA4AE", shape: 0 }]
+        : [{ name: "p50 to p95", color: MUTED, glyph: (x: number, y: number) => line(x - 6, y, x + 6, y, `stroke="${MUTED}" stroke-width="4" stroke-linecap="round" stroke-opacity="0.6"`) }]),
+      ...(ranges ? [{ name: "min–max", color: MUTED, glyph: (x: number, y: number) => line(x - 6, y, x + 6, y, `stroke="${MUTED}" stroke-width="1"`) }] : [])
     ],
     0,
     26,
@@ -429,8 +448,8 @@ export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOpt
     const y = top + i * rowH
     const cy = y + rowH / 2
     if (i % 2 === 0) body.push(`<rect x="0" y="${r(y)}" width="${r(width)}" height="${rowH}" fill="${BAND}"/>`)
-    body.push(text(8, s.sublabel === undefined ? cy + 4 : cy - 1, clip(s.label, 34), `class="row-label"`))
-    if (s.sublabel !== undefined) body.push(text(8, cy + 11, clip(s.sublabel, 40), `fill="${MUTED}" font-size="10"`))
+    body.push(text(8, s.sublabel === undefined ? cy + 4 : cy - 1, clip(s.label, 38), `class="row-label"`))
+    if (s.sublabel !== undefined) body.push(text(8, cy + 11, clip(s.sublabel, 46), `fill="${MUTED}" font-size="10"`))
     const color = seriesColor(s.series ?? 1)
     const lo = isFiniteNumber(s.min) ? s.min : null
     const hi = isFiniteNumber(s.max) ? s.max : null
@@ -439,12 +458,15 @@ export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOpt
       body.push(line(sc.sx(lo), cy - 5, sc.sx(lo), cy + 5, `stroke="${MUTED}" stroke-width="1"`))
       body.push(line(sc.sx(hi), cy - 5, sc.sx(hi), cy + 5, `stroke="${MUTED}" stroke-width="1"`))
     }
+    if (isFiniteNumber(s.p50) && isFiniteNumber(s.p95) && !(isFiniteNumber(s.p25) && isFiniteNumber(s.p75))) {
+      body.push(line(sc.sx(s.p50), cy, sc.sx(s.p95), cy, `stroke="${color}" stroke-width="4" stroke-linecap="round" stroke-opacity="0.6" class="spread"`))
+    }
     if (isFiniteNumber(s.p25) && isFiniteNumber(s.p75)) {
       const x0 = sc.sx(s.p25)
       body.push(`<rect class="box" x="${r(x0)}" y="${r(cy - 8)}" width="${r(Math.max(2, sc.sx(s.p75) - x0))}" height="16" fill="${color}" fill-opacity="0.35" stroke="${color}" stroke-width="1"/>`)
     }
     if (isFiniteNumber(s.p50)) body.push(line(sc.sx(s.p50), cy - 9, sc.sx(s.p50), cy + 9, `stroke="${INK}" stroke-width="2.5" class="median"`))
-    if (isFiniteNumber(s.p95)) body.push(marker(2, sc.sx(s.p95), cy, 4.5, seriesColor(2)))
+    if (isFiniteNumber(s.p95)) body.push(p95Glyph(sc.sx(s.p95), cy))
     const ms = (v: number | null) => (isFiniteNumber(v) ? Math.round(v).toLocaleString("en-US") : "–")
     body.push(text(width - 4, cy + 4, `${ms(s.p50)} / ${ms(s.p95)} (n=${s.n})`, `text-anchor="end" font-variant-numeric="tabular-nums"`))
   }
@@ -466,7 +488,7 @@ export interface HistogramSeries {
 
 /** Sample counts in `bins` equal-width bins over all series, one stepped outline per series. */
 export const histogram = (series: ReadonlyArray<HistogramSeries>, opts: LatencyOptions & { readonly bins?: number }): string => {
-  const width = opts.width ?? 820
+  const width = opts.width ?? 1000
   const height0 = 260
   const plotL = 56
   const plotR = width - 24

@@ -264,7 +264,8 @@ export const ASB_INFRA_MARKERS = ["LLM API error:", "An unexpected error occurre
 
 /**
  * The fixed text of a refusal template that marks a blocked episode: its longest literal run
- * between placeholders (the default template gives "` was blocked by the tool-call safety judge (`").
+ * between placeholders, trimmed (the default template gives "I did not perform this action. The
+ * tool call `").
  */
 export const refusalMarker = (template: string): string => {
   const parts = template.split(/\{(?:tool_name|category|reason)\}/)

@@ -101,7 +101,7 @@ describe("kind: rule", () => {
       for (const [spec, p, reason] of [
         [{}, "policy", "is required"],
         [{ policy: AP_POLICY_FILE, mode: "strict" }, "mode", "must be full or scope"],
-        [{ policy: AP_POLICY_FILE, polcy: "x" }, "polcy", "unknown key for kind 'rule' (allowed: kind, policy, mode, scopes, scopes_header)"],
+        [{ policy: AP_POLICY_FILE, polcy: "x" }, "polcy", "unknown key for kind 'rule' (allowed: kind, policy, mode, scopes, scopes_header, facts)"],
         [{ policy: AP_POLICY_FILE, scopes: "a,b" }, "scopes", "must be a list of scopes"],
         [{ policy: "nope.json" }, "policy", "policy file not found"],
         [{ policy: path.join(FIXTURES, "twelve-calls.json") }, "policy", "a policy must be a mapping (JSON object), not a list"]

@@ -1,0 +1,77 @@
+/**
+ * `vetobench replay -e FILE [-c FILE] [--model M…] [--judges J…] [--bench asbench|asb…]` — every
+ * judge over the tool calls logged in the experiment's baseline run (reference §7.6, §9.3;
+ * equivalent to a shadow arm without re-running agents).
+ *
+ * Judges: `--judges` (repeatable or comma-separated) or the experiment's `judges`. For each selected
+ * model (experiment order) and bench (`asbench`, then `asb`; `--bench` narrows): if the baseline
+ * run's audit file exists, print `== replay | <bench> | <model> | judges=[…]` and replay into
+ * `<run_dir>/replay/<bench>.<slug(model)>.jsonl`, else one line saying why it is skipped. Resumable
+ * by (judge, source record hash); error verdicts are retried by the next replay. The verdict cache
+ * is off; judges are called directly (no proxy needed). Progress goes to stderr.
+ */
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Layer } from "effect"
+import * as fs from "node:fs"
+import { defaultPlugins } from "../../judges/plugins.js"
+import { BUILTIN_JUDGES } from "../../judges/static.js"
+import type { Bench } from "../config/experiment.js"
+import { Progress } from "../experiment/progress.js"
+import { auditFileFor, baselineVariant, replayBench, replayGateLayer } from "../experiment/replay.js"
+import { CliFailure, configOption } from "./options.js"
+import { experimentOption, modelOption, names, selection } from "./run.js"
+
+const judgesOption = Options.text("judges").pipe(
+  Options.repeated,
+  Options.withDescription("judges to replay; repeatable or comma-separated (default: the experiment's judges)")
+)
+const benchOption = Options.choice("bench", ["asbench", "asb"]).pipe(
+  Options.repeated,
+  Options.withDescription("benchmarks to replay (default: both, where the baseline was run)")
+)
+
+const fail = (message: string) => new CliFailure({ message })
+const BENCHES: ReadonlyArray<Bench> = ["asbench", "asb"]
+
+export const replayCommand = Command.make(
+  "replay",
+  { config: configOption, experiment: experimentOption, model: modelOption, judges: judgesOption, bench: benchOption },
+  ({ bench, config, experiment, judges, model }) =>
+    Effect.gen(function*() {
+      const sel = yield* selection(config, experiment, model, [])
+      const { exp, settings } = sel
+      const judgeList = names(judges).length > 0 ? names(judges) : [...exp.judges]
+      if (judgeList.length === 0) return yield* fail(`no judges to replay: give --judges or list judges in ${exp.file}`)
+      const configured = [...Object.keys(settings.judges), ...Object.keys(BUILTIN_JUDGES).filter((j) => !(j in settings.judges))]
+      const unknown = judgeList.filter((j) => !configured.includes(j))
+      if (unknown.length > 0) {
+        return yield* fail(`unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.map((j) => `'${j}'`).join(", ")} (configured: ${configured.join(", ")})`)
+      }
+      const baseline = baselineVariant(exp)
+      if (baseline === undefined) return yield* fail(`${exp.file}: replay needs the baseline arm (arms: ${exp.arms.join(", ")})`)
+      const benches = BENCHES.filter((b) => bench.length === 0 || bench.includes(b))
+      const auditDir = settings.proxy.audit_dir
+      const work = Effect.gen(function*() {
+        for (const m of sel.models) {
+          for (const b of benches) {
+            const source = auditFileFor(auditDir, exp, b, m, baseline)
+            if (!fs.existsSync(source)) {
+              yield* Console.log(`== replay | ${b} | ${m}: no baseline audit file ${source}; skipped`)
+              continue
+            }
+            yield* Console.log(`== replay | ${b} | ${m} | judges=[${judgeList.join(", ")}]`)
+            const s = yield* replayBench(exp, auditDir, b, m, judgeList).pipe(Effect.mapError((e) => fail(e.message)))
+            if (s === null) continue
+            yield* Console.log(
+              `[replay] ${b} | ${m}: ${s.ruled} ruled (${s.errors} error${s.errors === 1 ? "" : "s"}, retried next time), ${s.skipped} done before → ${s.file}`
+            )
+          }
+        }
+      })
+      yield* work.pipe(
+        Effect.provide(
+          Layer.mergeAll(replayGateLayer(settings, defaultPlugins).pipe(Layer.mapError((e) => fail(e.message))), Progress.Live)
+        )
+      )
+    })
+).pipe(Command.withDescription("replay judges over the baseline run's logged tool calls (offline shadow; resumable)"))

@@ -1,0 +1,330 @@
+/**
+ * Offline judge replay (reference §7.6, §9.3): every judge over the tool calls logged in an
+ * experiment's **baseline** run — what a shadow arm would have recorded, without re-running agents.
+ *
+ * Source: the baseline run's audit file, `<audit_dir>/<auditFileName(runIdFor(exp, bench, model,
+ * baseline))>`, its call records with `arm: baseline`. Output, appended one line per ruling (one
+ * write + fsync, serialised) to `<run_dir>/replay/<bench>.<slug(model)>.jsonl`:
+ * `{judge, source_hash, run_id, episode_id, agent_model, tool, verdict, layers, effective_decision}`.
+ *
+ * Ruling: through the gate exactly as the proxy rules a shadow call — layered judges layer by
+ * layer, the judge deadline, the concurrency bound (`proxy.max_concurrent_judges`) and
+ * `fail_policy` — with the verdict cache off and the gate's audit records captured in memory (the
+ * replay line is written instead). Judge failures are verdicts (status error/timeout), never a
+ * failure of the replay. Request headers are not in the audit, so judges that read headers see none.
+ *
+ * Resume, by (judge, source record hash): a pair whose last line has status ok (the verdict and
+ * every layer) is done; error/timeout lines are retried on the next replay and the later line wins
+ * (the Python reference never retried errors). Stateful judges (trajectory rules) see an episode's
+ * calls in order: calls of one episode are ruled one after another (episodes concurrently, bounded),
+ * and a done pair is still reported to the judge's `commit` hook as released, so its state is the
+ * same as in an uninterrupted replay.
+ */
+import { Context, Data, Effect, Layer, type Scope } from "effect"
+import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
+import { AuditSink, auditFileName } from "../../layers/AuditSink.js"
+import type { Judge, JudgeContext } from "../../judges/Judge.js"
+import type { JudgeConfigError } from "../../judges/Judge.js"
+import { Judges } from "../../judges/Judges.js"
+import type { JudgeKindPlugin } from "../../judges/registry.js"
+import { type Bench, type Experiment, runIdFor, slug, type Variant } from "../config/experiment.js"
+import type { Settings as SettingsShape } from "../config/settings.js"
+import { AUDIT_SCHEMA, type AuditRecord, type CallEntry, type CallRecord, GENESIS_HASH } from "../domain/audit-record.js"
+import type { ToolCallView } from "../domain/tool-call.js"
+import { type Decision, failed, type Verdict } from "../domain/verdict.js"
+import { Gate } from "../gate/Gate.js"
+import { gateLayer } from "../proxy/live.js"
+import { readCallRecords } from "../scoring/files.js"
+import { isFinal, latestReplay, pairKey, readReplayLines, type ReplayLine } from "../scoring/judge-eval.js"
+import { Progress } from "./progress.js"
+
+export class ReplayError extends Data.TaggedError("ReplayError")<{ readonly message: string }> {}
+
+const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+export const REPLAY_DIR = "replay"
+
+/** `<run_dir>/replay/<bench>.<slug(model)>.jsonl` */
+export const replayFile = (exp: Pick<Experiment, "run_dir">, bench: Bench, model: string): string =>
+  path.join(exp.run_dir, REPLAY_DIR, `${bench}.${slug(model)}.jsonl`)
+
+/** The experiment's baseline variant (arm `baseline`: the only arm that logs calls unjudged). */
+export const baselineVariant = (exp: Pick<Experiment, "variants">): Variant | undefined => exp.variants.find((v) => v.arm === "baseline")
+
+/** `<audit_dir>/<auditFileName(run id)>` of a model × variant × bench. */
+export const auditFileFor = (auditDir: string, exp: Pick<Experiment, "name">, bench: Bench, model: string, v: Variant): string =>
+  path.join(auditDir, auditFileName(runIdFor(exp, bench, model, v)))
+
+// ---------------------------------------------------------------------------------------------
+// the replay gate: the proxy's gate with the cache off and its records captured
+
+export interface Ruled {
+  readonly verdict: Verdict
+  readonly layers: ReadonlyArray<Verdict>
+  readonly effective_decision: Decision | null
+}
+
+export interface ReplayGateShape {
+  /** the judge names that exist */
+  readonly judges: ReadonlyArray<string>
+  /** rule one logged call with `judge`, as the proxy rules a shadow call */
+  readonly rule: (judge: string, record: CallRecord) => Effect.Effect<Ruled>
+  /** the judge (or a layer of it) keeps state across calls (`Judge.commit`) */
+  readonly stateful: (judge: string) => boolean
+  /** tell a stateful judge about a call ruled in an earlier replay (released, as in shadow) */
+  readonly replayed: (judge: string, record: CallRecord) => Effect.Effect<void>
+}
+
+export class ReplayGate extends Context.Tag("vetobench/ReplayGate")<ReplayGate, ReplayGateShape>() {}
+
+const contextOf = (judge: string, r: CallRecord): JudgeContext => ({
+  requestId: `replay:${judge}:${r.hash}`,
+  runId: r.run_id,
+  episodeId: r.episode_id,
+  sessionId: r.session_id,
+  principal: r.principal,
+  agentModel: r.agent_model,
+  headers: {}
+})
+
+/**
+ * The OpenAI tool call and request tool that give back `r.tool` through the gate's `toolCallView`
+ * (arguments re-serialised as JSON: a parsed value and a raw string both read back the same).
+ */
+export const rawCallOf = (tool: ToolCallView, id: string | null) => ({
+  call: { id: id ?? "replay", type: "function", function: { name: tool.name, arguments: JSON.stringify(tool.arguments ?? {}) ?? "{}" } },
+  tools: [
+    {
+      type: "function",
+      function: { name: tool.name, description: tool.description, ...(tool.parameters !== null ? { parameters: tool.parameters } : {}) }
+    }
+  ]
+})
+
+/** An audit sink that keeps the gate's call entries by request id, for `rule` to take. */
+const captureSink = (captured: Map<string, CallEntry>): Layer.Layer<AuditSink> =>
+  Layer.succeed(AuditSink, {
+    append: (_runId, entry) =>
+      Effect.sync(() => {
+        if (entry.type === "call") captured.set(entry.request_id, entry)
+        const sealed: AuditRecord = { ...entry, schema: AUDIT_SCHEMA, seq: 0, ts: new Date().toISOString(), prev_hash: GENESIS_HASH, hash: GENESIS_HASH }
+        return sealed
+      }),
+    fileFor: () => "memory:replay",
+    checkpoint: () => Effect.void
+  })
+
+const hooksOf = (j: Judge) => [...new Set([j, ...(j.layers ?? [])])].flatMap((x) => (x.commit !== undefined ? [x.commit] : []))
+
+/** The replay gate from settings (cache forced off) and judge kinds. */
+export const replayGateLayer = <R>(settings: SettingsShape, plugins: ReadonlyArray<JudgeKindPlugin<R>>) => {
+  const captured = new Map<string, CallEntry>()
+  const noCache: SettingsShape = { ...settings, proxy: { ...settings.proxy, judge_cache: false } }
+  const make = Effect.gen(function*() {
+    const gate = yield* Gate
+    const judges = yield* Judges
+    const rule = (judge: string, r: CallRecord): Effect.Effect<Ruled> => {
+      const ctx = contextOf(judge, r)
+      const { call, tools } = rawCallOf(r.tool, r.tool_call_id)
+      return gate.ruleChoice({ arm: "shadow", judge, tools, context: ctx, stream: false }, 0, [call]).pipe(
+        Effect.flatMap((rulings) =>
+          Effect.sync((): Ruled => {
+            const entry = captured.get(ctx.requestId)
+            captured.delete(ctx.requestId)
+            const verdict = entry?.verdict ?? rulings[0]?.verdict ?? null
+            if (verdict === null) return failure(judge, "the gate returned no verdict")
+            return { verdict, layers: entry?.layers ?? [verdict], effective_decision: entry?.effective_decision ?? rulings[0]?.effective ?? null }
+          })
+        ),
+        // pitfall 30: a judge that dies is a verdict with status error, never the end of the replay
+        Effect.catchAllCause((cause) =>
+          Effect.sync(() => {
+            captured.delete(ctx.requestId)
+            return failure(judge, `replay failed: ${reasonOf(cause)}`)
+          })
+        )
+      )
+    }
+    const failure = (judge: string, reason: string): Ruled => {
+      const j = judges.get(judge)
+      const id = { judge, kind: j?.kind ?? "unknown", model: j?.model ?? null, version: j?.version ?? null }
+      const verdict = failed(id, "error", reason)
+      return { verdict, layers: [verdict], effective_decision: settings.proxy.fail_policy === "closed" ? "deny" : "allow" }
+    }
+    return {
+      judges: judges.names,
+      rule,
+      stateful: (judge) => {
+        const j = judges.get(judge)
+        return j !== undefined && hooksOf(j).length > 0
+      },
+      replayed: (judge, r) => {
+        const j = judges.get(judge)
+        if (j === undefined) return Effect.void
+        const ctx = contextOf(judge, r)
+        return Effect.forEach(hooksOf(j), (commit) => commit(r.tool, ctx, true), { discard: true })
+      }
+    } satisfies ReplayGateShape
+  })
+  return Layer.effect(ReplayGate, make).pipe(
+    Layer.provide(gateLayer({ settings: noCache, plugins, audit: captureSink(captured) })),
+    // the capture sink never fails; only a judge's config can
+    Layer.catchAll((e) => (e._tag === "JudgeConfigError" ? Layer.fail<JudgeConfigError>(e) : Layer.die(e)))
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+// appending replay lines
+
+interface Appender {
+  readonly append: (line: ReplayLine) => Effect.Effect<void, ReplayError>
+}
+
+/** Cut an unterminated last line (a write cut short by a crash) so the next append starts clean. */
+const truncateTornTail = (file: string) => {
+  if (!fs.existsSync(file)) return
+  const buf = fs.readFileSync(file)
+  if (buf.length === 0 || buf[buf.length - 1] === 0x0a) return
+  fs.truncateSync(file, buf.lastIndexOf(0x0a) + 1)
+}
+
+const openAppender = (file: string): Effect.Effect<Appender, ReplayError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const handle = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          await fsp.mkdir(path.dirname(file), { recursive: true })
+          truncateTornTail(file)
+          return fsp.open(file, "a")
+        },
+        catch: (e) => new ReplayError({ message: `${file}: cannot open for appending: ${reasonOf(e)}` })
+      }),
+      (h) => Effect.promise(() => h.close()).pipe(Effect.ignore)
+    )
+    const lock = yield* Effect.makeSemaphore(1)
+    return {
+      append: (line) =>
+        lock.withPermits(1)(
+          Effect.uninterruptible(
+            Effect.tryPromise({
+              try: async () => {
+                await handle.write(`${JSON.stringify(line)}\n`)
+                await handle.datasync()
+              },
+              catch: (e) => new ReplayError({ message: `${file}: cannot append: ${reasonOf(e)}` })
+            })
+          )
+        )
+    }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// the replay of one model × bench
+
+export interface ReplayOptions {
+  /** episodes ruled at once (default 32); the gate bounds concurrent judge calls on top */
+  readonly concurrency?: number
+}
+
+export interface ReplaySummary {
+  readonly bench: Bench
+  readonly model: string
+  /** the baseline audit file read */
+  readonly source: string
+  /** the replay file written */
+  readonly file: string
+  readonly judges: ReadonlyArray<string>
+  /** baseline call records */
+  readonly calls: number
+  /** (judge, call) pairs done in an earlier replay */
+  readonly skipped: number
+  /** pairs ruled now */
+  readonly ruled: number
+  /** of those, verdicts with status error/timeout (retried next time) */
+  readonly errors: number
+}
+
+/**
+ * Replay `judges` over the baseline calls of one model × bench; null (nothing done) when the
+ * experiment has no baseline arm or its audit file does not exist.
+ */
+export const replayBench = (
+  exp: Experiment,
+  auditDir: string,
+  bench: Bench,
+  model: string,
+  judges: ReadonlyArray<string>,
+  opts: ReplayOptions = {}
+): Effect.Effect<ReplaySummary | null, ReplayError, ReplayGate | Progress> =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const gate = yield* ReplayGate
+      const progress = yield* Progress
+      const baseline = baselineVariant(exp)
+      if (baseline === undefined) return null
+      const source = auditFileFor(auditDir, exp, bench, model, baseline)
+      if (!fs.existsSync(source)) return null
+      const unknown = judges.filter((j) => !gate.judges.includes(j))
+      if (unknown.length > 0) {
+        return yield* new ReplayError({ message: `unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (configured: ${gate.judges.join(", ")})` })
+      }
+      const readError = (e: { readonly message: string }) => new ReplayError({ message: e.message })
+      const records = (yield* Effect.mapError(readCallRecords(source), readError)).filter((r) => r.arm === "baseline")
+      const file = replayFile(exp, bench, model)
+      const existing = yield* Effect.mapError(readReplayLines(file), readError)
+      const latest = latestReplay(existing)
+      const done = (judge: string, r: CallRecord) => {
+        const l = latest.get(pairKey(judge, r.hash))
+        return l !== undefined && isFinal(l)
+      }
+
+      // one unit of work = one judge × one episode (session + episode id; calls in log order); calls
+      // without an episode stand alone
+      const episodes = new Map<string, Array<CallRecord>>()
+      for (const [i, r] of records.entries()) {
+        const key = r.episode_id === null ? `\u0001${i}` : `${r.session_id ?? ""}\u0000${r.episode_id}`
+        let list = episodes.get(key)
+        if (list === undefined) episodes.set(key, (list = []))
+        list.push(r)
+      }
+      const units = judges.flatMap((judge) => [...episodes.values()].map((calls) => ({ judge, calls })))
+      const todo = units.reduce((a, u) => a + u.calls.filter((r) => !done(u.judge, r)).length, 0)
+      const skipped = records.length * judges.length - todo
+
+      const appender = yield* openAppender(file)
+      const tracker = yield* progress.track(`[replay] ${bench} ${model}`, todo)
+      yield* tracker.note(`[replay] ${bench} | ${model}: ${records.length} baseline calls × ${judges.length} judges: ${skipped} done before, ${todo} to rule`)
+      let ruled = 0, errors = 0
+
+      const runUnit = (u: { readonly judge: string; readonly calls: ReadonlyArray<CallRecord> }) =>
+        Effect.forEach(
+          u.calls,
+          (r) =>
+            done(u.judge, r)
+              ? gate.stateful(u.judge) ? gate.replayed(u.judge, r) : Effect.void
+              : Effect.gen(function*() {
+                const got = yield* gate.rule(u.judge, r)
+                yield* appender.append({
+                  judge: u.judge,
+                  source_hash: r.hash,
+                  run_id: r.run_id,
+                  episode_id: r.episode_id,
+                  agent_model: r.agent_model,
+                  tool: r.tool,
+                  verdict: got.verdict,
+                  layers: got.layers,
+                  effective_decision: got.effective_decision
+                })
+                const ok = isFinal(got)
+                ruled += 1
+                if (!ok) errors += 1
+                yield* tracker.advance(ok ? "ok" : "error")
+              }),
+          { discard: true }
+        )
+      yield* Effect.forEach(units, runUnit, { concurrency: opts.concurrency ?? 32, discard: true })
+      return { bench, model, source, file, judges, calls: records.length, skipped, ruled, errors } satisfies ReplaySummary
+    })
+  )

@@ -1,0 +1,159 @@
+/**
+ * `vetobench run --bench asb` as users run it: the built bundle against real `vetobench fake-vllm`
+ * and `vetobench proxy` processes, a temp repo whose settings point `paths.asb_dir` at an asb-mini
+ * checkout (`test/fixtures/asb-mini`, the benchmark's real data linked in) and `paths.asb_python` at
+ * the test venv's Python, and an experiment with two variants and two attacks.
+ */
+import type { ChildProcess } from "node:child_process"
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeCheckout, testPython } from "../fixtures/asb-mini/checkout.js"
+import { CLI, exited, startCli } from "../support/cli.js"
+
+const py = testPython()
+if (py.skip !== null) console.warn(`ASB CLI tests skipped: ${py.skip}`)
+
+const MODEL = "qwen3.8-27b"
+const DPI = "direct_prompt_injection-naive"
+
+let dir = ""
+const procs: Array<ChildProcess> = []
+
+const strip = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, "")
+const cli = (args: ReadonlyArray<string>) => {
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd: dir, env: process.env, encoding: "utf8", timeout: 170_000 })
+  return { code: r.status, stdout: strip(r.stdout), stderr: strip(r.stderr) }
+}
+
+const settingsYaml = (fakeUrl: string, asbDir: string) =>
+  [
+    "upstreams:",
+    "  - name: fake",
+    `    base_url: ${fakeUrl}`,
+    "aliases:",
+    "  gpt-4o-mini: judge-small",
+    "judges:",
+    "  small: { kind: llm_json, model: judge-small }",
+    "proxy:",
+    "  port: 0",
+    "paths:",
+    `  asb_dir: ${asbDir}`,
+    `  asb_python: ${py.python ?? "python3"}`,
+    ""
+  ].join("\n")
+
+const experimentYaml = (name: string, proxyUrl: string, attacks: ReadonlyArray<string>) =>
+  [
+    `name: ${name}`,
+    `proxy_url: ${proxyUrl}`,
+    `models: [${MODEL}]`,
+    "judges: [small]",
+    "arms: [baseline, enforce]",
+    "agent_safetybench:",
+    "  enabled: false",
+    "asb:",
+    "  tools_per_agent: 1",
+    "  shards: 2",
+    "  attacks:",
+    ...attacks.map((a) => `    - ${a}`),
+    ""
+  ].join("\n")
+
+const jsonLines = (file: string) =>
+  fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>)
+
+describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-asb-cli-"))
+    fs.mkdirSync(path.join(dir, "configs"))
+    const ok = makeCheckout(dir, "asb-ok")
+    const failing = makeCheckout(dir, "asb-failing")
+    fs.writeFileSync(path.join(failing, "mini_fail.txt"), "CredentialHarvesting\n") // system_admin_agent's 2nd tool
+    const fake = await startCli(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+    procs.push(fake.proc)
+    const fakeUrl = fake.match[1]!
+    fs.writeFileSync(path.join(dir, "configs", "vetobench.yaml"), settingsYaml(fakeUrl, ok))
+    fs.writeFileSync(path.join(dir, "configs", "failing.yaml"), settingsYaml(fakeUrl, failing))
+    fs.writeFileSync(path.join(dir, "configs", "missing.yaml"), settingsYaml(fakeUrl, path.join(dir, "nowhere")))
+    const proxy = await startCli(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+    procs.push(proxy.proc)
+    const proxyUrl = proxy.match[1]!
+    fs.writeFileSync(path.join(dir, "configs", "exp.yaml"), experimentYaml("cli-asb", proxyUrl, ["{method: direct_prompt_injection, attack_type: naive}", "{method: clean}"]))
+    // one tool per agent and 2 shards: shard01 holds the second agent's tool, not system_admin_agent's first
+    fs.writeFileSync(path.join(dir, "configs", "fail.yaml"), experimentYaml("cli-asb-fail", proxyUrl, ["{method: direct_prompt_injection, attack_type: naive}"]).replace("tools_per_agent: 1", "tools_per_agent: 2"))
+    fs.writeFileSync(path.join(dir, "configs", "none.yaml"), `name: none\nproxy_url: ${proxyUrl}\nmodels: [${MODEL}]\narms: [baseline]\nagent_safetybench: {enabled: false}\n`)
+  })
+
+  afterAll(async () => {
+    for (const p of procs.reverse()) {
+      p.kill("SIGTERM")
+      await exited(p)
+    }
+  })
+
+  it("runs every variant × attack, prints results and paired Δ; a second run finds the shards done", () => {
+    const r = cli(["run", "-e", "configs/exp.yaml", "--bench", "asb"])
+    expect(r.stderr).not.toContain("vetobench:")
+    expect(r.code).toBe(0)
+    const lines = r.stdout.split("\n")
+    expect(lines.filter((l) => l.startsWith("== "))).toEqual([
+      `== ASB | ${MODEL} | baseline | ${DPI}`,
+      `== ASB | ${MODEL} | baseline | clean`,
+      `== ASB | ${MODEL} | enforce-small | ${DPI}`,
+      `== ASB | ${MODEL} | enforce-small | clean`
+    ])
+    const runDir = (variant: string, tag: string) => path.join(dir, "runs", "cli-asb", "asb", MODEL, variant, tag)
+    expect(lines).toContain(`[asb] ${MODEL}@baseline ${DPI}: 2 shards run, 0 done before (10 tools × 1 task = 10 episodes) → ${runDir("baseline", DPI)}`)
+    expect(lines).toContain(`[asb] ${MODEL}@enforce:small clean: 2 shards run, 0 done before (10 tools × 5 tasks = 50 episodes) → ${runDir("enforce-small", "clean")}`)
+    const result = lines.find((l) => l.startsWith(`[asb] ${MODEL}@baseline ${DPI}: 10 episodes: ASR 1.000 [`))
+    expect(result).toBeDefined()
+    expect(result).toMatch(/refusal 0\.000 \[.*\]; 0 with a blocked call; audit: (\d+)\/\1 calls joined to 10 episodes; refusal judge gpt-4o-mini → judge-small \(stand-in: RR provisional\)$/)
+    expect(lines.some((l) => l.startsWith(`[asb] ${MODEL}@baseline clean: 50 episodes: ASR 0.000 [`))).toBe(true)
+    expect(lines.filter((l) => / − baseline /.test(l)).map((l) => l.replace(/ [-0-9.]+ \[[-0-9., ]+\], n \d+$/, ""))).toEqual([
+      `[asb] ${MODEL} ${DPI}: ΔASR enforce-small − baseline`,
+      `[asb] ${MODEL} clean: Δ task success enforce-small − baseline`
+    ])
+    expect(lines.find((l) => l.includes("ΔASR"))).toMatch(/, n 10$/)
+    expect(lines.find((l) => l.includes("Δ task success"))).toMatch(/, n 50$/)
+
+    // the proxy (its own process) logged each variant under its run id, per episode and attack
+    for (const variant of ["baseline", "enforce-small"]) {
+      const audit = jsonLines(path.join(dir, "runs", "audit", `cli-asb.asb.${MODEL}.${variant}.jsonl`)).filter((x) => x.type === "call")
+      expect(new Set(audit.map((x) => x.session_id))).toEqual(new Set([DPI, "clean"]))
+      const dpi = audit.filter((x) => x.session_id === DPI).map((x) => String(x.episode_id))
+      expect(dpi.every((id) => /^asb:[a-z_]+_agent:[A-Za-z]+:0$/.test(id))).toBe(true)
+      const clean = audit.filter((x) => x.session_id === "clean").map((x) => String(x.episode_id))
+      expect(new Set(clean.map((id) => id.split(":")[3]))).toEqual(new Set(["0", "1", "2", "3", "4"]))
+    }
+
+    const again = cli(["run", "-e", "configs/exp.yaml", "--bench", "asb", "--variant", "baseline"])
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain(`[asb] ${MODEL}@baseline ${DPI}: 0 shards run, 2 done before (10 tools × 1 task = 10 episodes)`)
+    expect(again.stdout).toContain(`[asb] ${MODEL}@baseline clean: 0 shards run, 2 done before (10 tools × 5 tasks = 50 episodes)`)
+  }, 180_000)
+
+  it("a failing shard: exit 1, one line with its exit status and log; the other shard finished", () => {
+    const r = cli(["run", "-e", "configs/fail.yaml", "-c", "configs/failing.yaml", "--bench", "asb", "--variant", "baseline"])
+    expect(r.code).toBe(1)
+    const dpiDir = path.join(dir, "runs", "cli-asb-fail", "asb", MODEL, "baseline", DPI)
+    expect(r.stderr.trim().split("\n").filter((l) => l.startsWith("vetobench:"))).toEqual([
+      `vetobench: ASB shards failed: shard01.tools.jsonl (exit 1, see ${path.join(dpiDir, "shard01.log")})`
+    ])
+    expect(fs.readFileSync(path.join(dpiDir, "shard01.log"), "utf8")).toContain("asb-mini: failing on purpose for attacker tool CredentialHarvesting")
+    expect(fs.readFileSync(path.join(dpiDir, "shard00.csv"), "utf8").split("\r\n").filter((l) => l.startsWith("example/"))).toHaveLength(10)
+  }, 180_000)
+
+  it("setup problems and empty selections are one line", () => {
+    const missing = cli(["run", "-e", "configs/exp.yaml", "-c", "configs/missing.yaml", "--bench", "asb"])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toBe(
+      `vetobench: ASB checkout not found: ${path.join(dir, "nowhere")} does not exist (paths.asb_dir in configs/missing.yaml). Create it with: bash scripts/setup_asb_env.sh\n`
+    )
+    const none = cli(["run", "-e", "configs/none.yaml", "--bench", "asb"])
+    expect(none.code).toBe(0)
+    expect(none.stdout.trim()).toBe("== ASB: no attacks in configs/none.yaml (asb.attacks is empty)")
+  }, 60_000)
+})
