@@ -9,7 +9,7 @@
  *
  * Phases, after a warm-up pass that starts the 16 bridge processes and warms the proxies:
  *   (a) full path: `runAsbench` on every case, `--passes` × (baseline, enforce with the static
- *       `allow-all` judge, audit on), each pass into a fresh run dir on disk; then enforce with the
+ *       `allow-all` judge, audit on), each pass into a fresh run dir on disk, followed by enforce with the
  *       run dir on tmpfs, and enforce with the run dir on tmpfs through a second proxy whose audit
  *       dir is on tmpfs (where `fdatasync` costs nothing). Episodes/s, tool calls/s, chat
  *       requests/s; CPU of the runner (this process), the proxy, the fake and the bridge processes
@@ -556,18 +556,19 @@ const main = Effect.gen(function*() {
     full.push(yield* measureRun(exp, baseline, `baseline, pass ${pass}`))
     full.push(yield* measureRun(exp, enforce, `enforce-allow-all, pass ${pass}`))
     last = exp
+    // the same with the run dir on tmpfs (fdatasync of gen_res.jsonl costs nothing there), in the
+    // same pass so that it runs under the same background load
+    if (shm !== null) {
+      const tmpfs = yield* experiment(`tmpfs${pass}`, { base: shm })
+      full.push(yield* measureRun(tmpfs, variantsOf(tmpfs).enforce, `enforce-allow-all, run dir on tmpfs, pass ${pass}`))
+    }
+    if (shm !== null && proxyShm !== null) {
+      const none = yield* experiment(`nosync${pass}`, { base: shm, proxyUrl: proxyShm.match[1]! })
+      full.push(yield* measureRun(none, variantsOf(none).enforce, `enforce-allow-all, run dir and audit on tmpfs, pass ${pass}`, meterShm))
+    }
   }
   const exp = last!
   const { baseline, enforce } = variantsOf(exp)
-  // the same with the run dir on tmpfs (fdatasync of gen_res.jsonl costs nothing there)
-  if (shm !== null) {
-    const tmpfs = yield* experiment("tmpfs", { base: shm })
-    full.push(yield* measureRun(tmpfs, variantsOf(tmpfs).enforce, "enforce-allow-all, run dir on tmpfs"))
-  }
-  if (shm !== null && proxyShm !== null) {
-    const none = yield* experiment("nosync", { base: shm, proxyUrl: proxyShm.match[1]! })
-    full.push(yield* measureRun(none, variantsOf(none).enforce, "enforce-allow-all, run dir and audit on tmpfs", meterShm))
-  }
 
   // the record store alone: gen_res.jsonl appends (one write + fdatasync each, serialised), 16 appenders
   const enforceRecords = readRecords(exp, enforce)
@@ -688,8 +689,9 @@ const report = (r: Results) => {
   const { full, replays, bridgeRow, store } = r
   const onDisk = full.filter((x) => !x.label.includes("tmpfs"))
   const enforce = mergeFull(onDisk.filter((x) => x.variant === "enforce-allow-all"), "enforce-allow-all, all passes")
-  const tmpfs = full.find((x) => x.label.endsWith("run dir on tmpfs"))
-  const nosync = full.find((x) => x.label.endsWith("audit on tmpfs"))
+  const mergeIf = (rows: ReadonlyArray<FullRow>, label: string) => (rows.length === 0 ? undefined : mergeFull(rows, label))
+  const tmpfs = mergeIf(full.filter((x) => x.label.includes("run dir on tmpfs")), "run dir on tmpfs")
+  const nosync = mergeIf(full.filter((x) => x.label.includes("audit on tmpfs")), "run dir and audit on tmpfs")
   const rate = (x: FullRow) => x.episodes / x.usage.wallS
   const outsideShare = (x: FullRow) => 1 - x.clock.sessionMs / (WORKERS * x.usage.wallS * 1000)
   const reqPerEpisode = enforce.requests / enforce.episodes
@@ -782,10 +784,13 @@ const report = (r: Results) => {
         : "."),
     `- Time: of the 16 workers' time, ${pct(bridgeTime)} is spent in the bridge (calls, taking a process, close_case), ${pct(c.sessionMs / workerMs - bridgeTime)} in chat steps through the proxy, and **${pct(outside)} outside the session**, i.e. in the runner's append of the finished record to \`gen_res.jsonl\` (one write + \`fdatasync\` per record under one lock, so one disk sync at a time for all 16 workers; alone, on the same disk, the store does ${f1(storeEps)} records/s).` +
       (tmpfs !== undefined
-        ? ` With the run dir on tmpfs (where \`fdatasync\` is free) the same run makes ${f1(rate(tmpfs))} episodes/s (${times(rate(tmpfs) / eps)}), with ${pct(outsideShare(tmpfs))} of the workers' time outside the session.`
+        ? ` With the run dir on tmpfs (where \`fdatasync\` is free; the passes together) the same run makes ${f1(rate(tmpfs))} episodes/s (${times(rate(tmpfs) / eps)}), with ${pct(outsideShare(tmpfs))} of the workers' time outside the session.`
         : "") +
       (nosync !== undefined
-        ? ` With the proxy's audit on tmpfs as well: ${f1(rate(nosync))} episodes/s (${times(rate(nosync) / eps)}), ${pct(outsideShare(nosync))} outside the session, ${ms(totalCpu(nosync.usage), nosync.episodes)} ms of CPU per episode.`
+        ? ` With the proxy's audit on tmpfs as well: ${f1(rate(nosync))} episodes/s (${times(rate(nosync) / eps)}), ${pct(outsideShare(nosync))} outside the session, ${ms(totalCpu(nosync.usage), nosync.episodes)} ms of CPU per episode` +
+          (nosync.usage.proxyS / nosync.episodes > 1.2 * (u.proxyS / enforce.episodes)
+            ? ` (the proxy's share grows: ${ms(nosync.usage.proxyS, nosync.episodes)} ms per episode against ${ms(u.proxyS, enforce.episodes)} ms with its audit on disk, presumably because its group commit then writes smaller batches).`
+            : ".")
         : ""),
     bridgeOk
       ? `- **The bridge is not the bottleneck**: alone it sustains ${times(bridgeEps / eps)} the full path's episode rate, it takes ${pct(u.bridgeS / t)} of the CPU (less than the proxy's ${pct(u.proxyS / t)}) and ${pct(bridgeTime)} of the workers' time.`
@@ -799,7 +804,7 @@ const report = (r: Results) => {
     "<!-- asbench-run:start -->",
     "`npx tsx bench/asbench-run.ts [--replicas N] [--passes N] [--write]` (built bundle). The fake vLLM and the proxy run as their own processes; the runner (`runAsbench`, 16 workers) and the real Python bridge (16 `python3` processes on a temp copy of `test/fixtures/agent-safetybench-mini`) run in the benchmark process, which is also the load generator of the replays. " +
       `The fixture's 9 cases are replicated (ids + 1000·k) to ${replicatedCount(enforce, onDisk)} episodes per run; an episode makes ${f2(reqPerEpisode)} chat requests and ${f2(callsPerEpisode)} tool calls on average (the fake answers a case with tools by calling its first tool, then \`Task finished.\`), i.e. ${f2(opsPerEpisode)} bridge operations (open_case, call_tool, close_case). ` +
-      `A warm-up pass of ${WARMUP_CASES} cases per variant starts the bridge processes first; then ${PASSES} passes of baseline and enforce (static \`allow-all\` judge, audit on), each in a fresh run dir on disk (\`/tmp\`), then one enforce pass with the run dir on tmpfs (\`/dev/shm\`, where \`fdatasync\` costs nothing), and one with the run dir on tmpfs through a second proxy whose audit dir is on tmpfs too (warmed up with ${4 * WARMUP_CASES} cases first). ` +
+      `A warm-up pass of ${WARMUP_CASES} cases per variant starts the bridge processes first; then ${PASSES} passes, each of: baseline and enforce (static \`allow-all\` judge, audit on) with a fresh run dir on disk (\`/tmp\`); enforce with the run dir on tmpfs (\`/dev/shm\`, where \`fdatasync\` costs nothing); enforce with the run dir on tmpfs through a second proxy whose audit dir is on tmpfs too (warmed up with ${4 * WARMUP_CASES} cases first). ` +
       "CPU is utime + stime from `/proc/<pid>/stat` (10 ms ticks) for the proxy, the fake and every bridge process, and `process.cpuUsage()` for the runner.",
     "",
     `Run ${new Date().toISOString().slice(0, 10)} on ${CORES} × ${cpuName}, Node ${process.version}.`,

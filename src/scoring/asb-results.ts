@@ -29,7 +29,7 @@ export const parseCsv = (text: string): Array<Array<string>> => {
   let field = ""
   let i = 0
   let quoted = false
-  let any = false // the current record has content (so a trailing newline adds no empty record)
+  let started = false // the current record has content (so a trailing newline adds no empty record)
   const n = text.length
   const endField = () => {
     row.push(field)
@@ -39,7 +39,7 @@ export const parseCsv = (text: string): Array<Array<string>> => {
     endField()
     rows.push(row)
     row = []
-    any = false
+    started = false
   }
   if (text.charCodeAt(0) === 0xfeff) i = 1 // BOM
   while (i < n) {
@@ -64,22 +64,22 @@ export const parseCsv = (text: string): Array<Array<string>> => {
     }
     if (c === '"') {
       quoted = true
-      any = true
+      started = true
       i += 1
     } else if (c === ",") {
       endField()
-      any = true
+      started = true
       i += 1
     } else if (c === "\r" || c === "\n") {
-      if (any || field !== "") endRow()
+      if (started || field !== "") endRow()
       i += c === "\r" && text[i + 1] === "\n" ? 2 : 1
     } else {
       field += c
-      any = true
+      started = true
       i += 1
     }
   }
-  if (any || field !== "") endRow()
+  if (started || field !== "") endRow()
   return rows
 }
 

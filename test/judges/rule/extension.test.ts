@@ -3,7 +3,10 @@
  * names, the command parser, the URL reader and secrets, trusted facts, `<Env>.<tool>` names,
  * evaluation order, validation errors and lint warnings.
  */
+import { readFileSync } from "node:fs"
+import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
+import { parsePolicyText } from "../../../judges/rule/policy.js"
 import { feedsInterpreter, parseCommand } from "../../../judges/rule/command.js"
 import { formatWarning, lintPolicy } from "../../../judges/rule/lint.js"
 import { compileProtected, isInside, normalizePath, PathProblem, relativeSegments } from "../../../judges/rule/paths.js"
@@ -379,5 +382,40 @@ describe("lint of the extensions", () => {
       'rule Q: fact "authorized" comes from no trusted header and no policy fact: unless the judge\'s config sets it, the rule always fires',
       "rule Q: has neither tool, tag nor class, so it applies to every tool"
     ])
+  })
+})
+
+describe("docs and verdicts", () => {
+  it("the example `vetobench` section in docs/policy.md is a valid policy section", () => {
+    const doc = readFileSync("docs/policy.md", "utf8")
+    const block = [...doc.matchAll(/```yaml\n(vetobench:[\s\S]*?)```/g)][0]![1]!
+    const parsed = parsePolicyText(block, "example.yaml")
+    if (Either.isLeft(parsed)) throw new Error(JSON.stringify(parsed.left))
+    const vb = (parsed.right as { vetobench: Record<string, unknown> }).vetobench
+    const tools = ["read_file", "write_file", "delete_file", "move_file", "run_command", "http_request", "issue_refund", "request_approval", "open_pull_request", "run_tests"]
+    const raw = { provider: "docs", granted_scopes: ["s"], tool_scopes: Object.fromEntries(tools.map((t) => [t, "s"])), vetobench: vb }
+    expect(issuesOf(raw).map(formatIssue)).toEqual([])
+    const j = judgeOf(raw)
+    expect(ruleWith(j, view("write_file", { path: "notes.md" }), context({ headers: { "x-vetobench-authorized": "true" } }))).toMatchObject({ decision: "hold", rule: "VB-path-write" })
+    expect(ruleWith(j, view("read_file", { path: "README.md" }))).toMatchObject({ decision: "hold", rule: "VB-trusted:read-authorized" })
+  })
+
+  it("the verdict's raw field is the decision as JSON, also for messages that need escaping", () => {
+    const j = judgeOf(policy({ commands: { effect: "hold" } }))
+    const calls = [
+      view("run", { command: "git push" }), // runs "git" … (quotes in the message)
+      view("run", { command: "ls\u0000x" }),
+      view("read_file", { path: 'we"ird\\.env' }),
+      view("read_file", { path: "/workspace/project/.env\ud83d\ude00" }),
+      view("read_file", { path: "/workspace/project/.env\ud800" }),
+      view("read_file", { path: "/workspace/project/.env\u2028" })
+    ]
+    for (const call of calls) {
+      const v = Effect.runSync(j.rule(call, context()))
+      expect(v.decision).not.toBe("allow")
+      expect(JSON.parse(v.raw)).toEqual({ decision: v.decision === "hold" ? "escalate" : v.decision, rule: v.category, scope: "s", message: v.reason, approval: v.decision === "hold" ? "pending-human" : "automatic" })
+    }
+    const prebuilt = Effect.runSync(j.rule(view("other", {}), context()))
+    expect(JSON.parse(prebuilt.raw)).toEqual({ decision: "allow", rule: "P1-scope", scope: "s", message: "", approval: "automatic" })
   })
 })
