@@ -4,7 +4,7 @@
  *
  * The fake vLLM (`vetobench fake-vllm`) and the proxy (`vetobench proxy`, built bundle) run as their
  * own processes; this process is the runner (`runAsbench`, the real `PythonBridge` with 16 `python3`
- * processes) and the load generator. The fixture checkout `test/fixtures/agent-safetybench-mini` is
+ * processes) and the load generator. The fixture checkout `examples/agent-safetybench-mini` is
  * copied to a temp dir and its nine cases replicated (ids + 1000·k) to `9 × --replicas` episodes.
  *
  * Phases, after a warm-up pass that starts the 16 bridge processes and warms the proxies:
@@ -52,7 +52,7 @@ import { parsePythonJson, pyJsonDumps } from "../src/domain/python-json.js"
 import { Progress } from "../src/experiment/progress.js"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
-const FIXTURE = path.join(ROOT, "test/fixtures/agent-safetybench-mini")
+const FIXTURE = path.join(ROOT, "examples/agent-safetybench-mini")
 const CLI = path.join(ROOT, "dist/cli.mjs")
 const DOC = path.join(ROOT, "docs/performance.md")
 
@@ -795,14 +795,14 @@ const report = (r: Results) => {
     bridgeOk
       ? `- **The bridge is not the bottleneck**: alone it sustains ${times(bridgeEps / eps)} the full path's episode rate, it takes ${pct(u.bridgeS / t)} of the CPU (less than the proxy's ${pct(u.proxyS / t)}) and ${pct(bridgeTime)} of the workers' time.`
       : `- **The bridge may be a bottleneck here**: alone it sustains only ${times(bridgeEps / eps)} the full path's episode rate, or it takes more CPU than the proxy, or more than a quarter of the workers' time (${pct(bridgeTime)}).`,
-    tmpfs !== undefined && rate(tmpfs) > 1.3 * eps
-      ? `- **What limits the run on disk** is the runner's record store: ${pct(outside)} of the workers' time goes to appending finished records (one \`fdatasync\` at a time, on a disk the proxy's audit also syncs to), and moving the run dir to tmpfs alone gives ${times(rate(tmpfs) / eps)} the episode rate. Without the syncs, the chat steps through the proxy take ${pct((tmpfs.clock.useMs - tmpfs.clock.openMs - tmpfs.clock.callMs) / (WORKERS * tmpfs.usage.wallS * 1000))} of the workers' time and the proxy is the largest CPU consumer (${pct(tmpfs.usage.proxyS / totalCpu(tmpfs.usage))}); the bridge's share stays ${pct(tmpfs.usage.bridgeS / totalCpu(tmpfs.usage))} of the CPU and ${pct((tmpfs.clock.openMs + tmpfs.clock.callMs + tmpfs.clock.sessionMs - tmpfs.clock.useMs) / (WORKERS * tmpfs.usage.wallS * 1000))} of the time.`
+    tmpfs !== undefined && outside > 0.3 && outsideShare(tmpfs) < outside / 2
+      ? `- **What holds the workers on disk** is the runner's record store, not the bridge: ${pct(outside)} of their time goes to appending finished records (one \`fdatasync\` at a time, on a disk the proxy's audit also syncs to); with the run dir on tmpfs that drops to ${pct(outsideShare(tmpfs))} and the episode rate grows ${times(rate(tmpfs) / eps)}${u.machineS > 1.2 * t ? " (less than the freed time suggests, since on this shared machine the workers then wait for CPU instead)" : ""}. Without the syncs, the chat steps through the proxy take ${pct((tmpfs.clock.useMs - tmpfs.clock.openMs - tmpfs.clock.callMs) / (WORKERS * tmpfs.usage.wallS * 1000))} of the workers' time and the proxy is the largest CPU consumer (${pct(tmpfs.usage.proxyS / totalCpu(tmpfs.usage))}); the bridge's share stays ${pct(tmpfs.usage.bridgeS / totalCpu(tmpfs.usage))} of the CPU and ${pct((tmpfs.clock.openMs + tmpfs.clock.callMs + tmpfs.clock.sessionMs - tmpfs.clock.useMs) / (WORKERS * tmpfs.usage.wallS * 1000))} of the time.`
       : `- The largest CPU consumer is ${largestCpu(u)}.`
   ].join("\n")
 
   return [
     "<!-- asbench-run:start -->",
-    "`npx tsx bench/asbench-run.ts [--replicas N] [--passes N] [--write]` (built bundle). The fake vLLM and the proxy run as their own processes; the runner (`runAsbench`, 16 workers) and the real Python bridge (16 `python3` processes on a temp copy of `test/fixtures/agent-safetybench-mini`) run in the benchmark process, which is also the load generator of the replays. " +
+    "`npx tsx bench/asbench-run.ts [--replicas N] [--passes N] [--write]` (built bundle). The fake vLLM and the proxy run as their own processes; the runner (`runAsbench`, 16 workers) and the real Python bridge (16 `python3` processes on a temp copy of `examples/agent-safetybench-mini`) run in the benchmark process, which is also the load generator of the replays. " +
       `The fixture's 9 cases are replicated (ids + 1000·k) to ${replicatedCount(enforce, onDisk)} episodes per run; an episode makes ${f2(reqPerEpisode)} chat requests and ${f2(callsPerEpisode)} tool calls on average (the fake answers a case with tools by calling its first tool, then \`Task finished.\`), i.e. ${f2(opsPerEpisode)} bridge operations (open_case, call_tool, close_case). ` +
       `A warm-up pass of ${WARMUP_CASES} cases per variant starts the bridge processes first; then ${PASSES} passes, each of: baseline and enforce (static \`allow-all\` judge, audit on) with a fresh run dir on disk (\`/tmp\`); enforce with the run dir on tmpfs (\`/dev/shm\`, where \`fdatasync\` costs nothing); enforce with the run dir on tmpfs through a second proxy whose audit dir is on tmpfs too (warmed up with ${4 * WARMUP_CASES} cases first). ` +
       "CPU is utime + stime from `/proc/<pid>/stat` (10 ms ticks) for the proxy, the fake and every bridge process, and `process.cpuUsage()` for the runner.",

@@ -20,7 +20,7 @@
  *   npx tsx bench/rule-judge.ts [--decisions 1000000] [--warmup 200000] [--write]
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
-import { cpus } from "node:os"
+import { cpus, loadavg } from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
@@ -49,6 +49,7 @@ const DECISIONS = arg("decisions", 1_000_000)
 const WARMUP = arg("warmup", 200_000)
 const BATCH = 1_000
 const WRITE = process.argv.includes("--write")
+const LOAD_AT_START = loadavg()[0]!
 
 interface Call {
   readonly id: string
@@ -71,14 +72,20 @@ const measure = (one: (i: number) => number) => {
   const batches = Math.max(1, Math.round(DECISIONS / BATCH))
   const ns: Array<number> = []
   let i = 0
+  const cpu0 = process.cpuUsage()
   for (let b = 0; b < batches; b++) {
     const t0 = process.hrtime.bigint()
     for (let k = 0; k < BATCH; k++, i++) sink += one(i)
     ns.push(Number(process.hrtime.bigint() - t0) / BATCH)
   }
+  return summary(ns, process.cpuUsage(cpu0), batches)
+}
+
+/** Median and p99 batch (wall clock) per decision, and the process's CPU time per decision. */
+const summary = (ns: Array<number>, cpu: NodeJS.CpuUsage, batches: number) => {
   ns.sort((x, y) => x - y)
   const at = (q: number) => ns[Math.min(ns.length - 1, Math.floor(q * ns.length))]!
-  return { median: at(0.5), p99: at(0.99), decisions: batches * BATCH }
+  return { median: at(0.5), p99: at(0.99), cpu: ((cpu.user + cpu.system) * 1000) / (batches * BATCH), decisions: batches * BATCH }
 }
 
 /** `one(i)` for a judge, inside one fiber per batch (the gate calls `rule` from its own fiber; no `runSync` per call). */
@@ -92,15 +99,14 @@ const measureEffect = <E>(one: (i: number) => Effect.Effect<number, E>) => {
   for (let i = 0; i < WARMUP; i += BATCH) sink += Effect.runSync(batch(i))
   const batches = Math.max(1, Math.round(DECISIONS / BATCH))
   const ns: Array<number> = []
+  const cpu0 = process.cpuUsage()
   for (let b = 0; b < batches; b++) {
     const eff = batch(WARMUP + b * BATCH)
     const t0 = process.hrtime.bigint()
     sink += Effect.runSync(eff)
     ns.push(Number(process.hrtime.bigint() - t0) / BATCH)
   }
-  ns.sort((x, y) => x - y)
-  const at = (q: number) => ns[Math.min(ns.length - 1, Math.floor(q * ns.length))]!
-  return { median: at(0.5), p99: at(0.99), decisions: batches * BATCH }
+  return summary(ns, process.cpuUsage(cpu0), batches)
 }
 
 const measureJudge = () => measureEffect((i) => Effect.map(judge.rule(views[i % n]!, ctx), (v) => v.category.length))
@@ -109,7 +115,7 @@ const full: DecideOptions = { mode: "full" }
 const scope: DecideOptions = { mode: "scope" }
 const n = calls.length
 
-type Row = readonly [string, { readonly median: number; readonly p99: number; readonly decisions: number }]
+type Row = readonly [string, { readonly median: number; readonly p99: number; readonly cpu: number; readonly decisions: number }]
 const rows: Array<Row> = [
   ["accounts-payable: `decide`, full mode", measure((i) => decide(compiled, calls[i % n]!.tool, calls[i % n]!.args, full).rule.length)],
   ["accounts-payable: `decide`, scope mode", measure((i) => decide(compiled, calls[i % n]!.tool, calls[i % n]!.args, scope).rule.length)],
@@ -190,14 +196,14 @@ const date = new Date().toISOString().slice(0, 10)
 const table = [
   `Run ${date} on ${cpus().length} × ${cpu}, Node ${process.version}; ${WARMUP.toLocaleString("en")} warm-up decisions, then ${rows[0]![1].decisions.toLocaleString("en")} per path in batches of ${BATCH.toLocaleString("en")}. Policies: \`${POLICY}\` (${loaded.version}) on the twelve calls of \`${CALLS}\`; the Agent-SafetyBench skeleton; \`${EXT_POLICY}\` (${extLoaded.version}).`,
   "",
-  "| path | median per decision | p99 batch per decision | decisions per second (median) |",
-  "|---|---|---|---|",
-  ...rows.map(([label, r]) => `| ${label} | ${fmt(r.median)} | ${fmt(r.p99)} | ${perSecond(r.median)} |`)
+  "| path | median per decision | p99 batch per decision | CPU per decision | decisions per second (median) |",
+  "|---|---|---|---|---|",
+  ...rows.map(([label, r]) => `| ${label} | ${fmt(r.median)} | ${fmt(r.p99)} | ${fmt(r.cpu)} | ${perSecond(r.median)} |`)
 ].join("\n")
 
 const worst = Math.max(...rows.map(([, r]) => r.median))
 const notes = [
-  `\`npx tsx bench/rule-judge.ts [--decisions N] [--warmup N] [--write]\`. In process, no proxy: the evaluator alone (\`decide\`) and the judge as the gate calls it (\`judge.rule\` from a running fiber: header lookup, decide, extensions, verdict with latency; with trajectory rules also \`judge.commit\`, as the gate calls it after the ruling). Target: at most 2 µs per decision — ${worst <= 2000 ? "met" : "**not met**"} on every path (worst median ${fmt(worst)}).`,
+  `\`npx tsx bench/rule-judge.ts [--decisions N] [--warmup N] [--write]\`. In process, no proxy: the evaluator alone (\`decide\`) and the judge as the gate calls it (\`judge.rule\` from a running fiber: header lookup, decide, extensions, verdict with latency; with trajectory rules also \`judge.commit\`, as the gate calls it after the ruling). Wall-clock medians of 1,000-decision batches, and the process's CPU time per decision (user + system over the timed batches, GC threads included: the figure that holds on a shared machine). Target: at most 2 µs per decision — ${worst <= 2000 ? "met" : "**not met**"} on every path (worst median ${fmt(worst)}). Load average at the start of the run: ${LOAD_AT_START.toFixed(1)} on ${cpus().length} cores.`,
   "",
   `${asbNote} The extension policy's twelve calls (allowed, denied and held by path, command, URL, trusted-fact and trajectory rules) run in 64 episodes in turn, so its trajectory state is real: sums grow until the ceiling denies, reservations are made and settled. For scale: the Go gate decides the accounts-payable calls in 0.4–0.5 µs per call in process (toolgate.md §5.3).`
 ].join("\n")

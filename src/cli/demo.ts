@@ -7,6 +7,7 @@ import * as path from "node:path"
 import { Command, Options } from "@effect/cli"
 import { readFileSync } from "node:fs"
 import { Console, Context, Effect, Layer } from "effect"
+import { exampleRulePolicy } from "../../layers/examples.js"
 import { FakeVllm } from "../../layers/FakeVllm.js"
 import { defaultPlugins } from "../../judges/plugins.js"
 import { defaultSettings, makeUpstreamSettings } from "../config/settings.js"
@@ -15,6 +16,7 @@ import { generateKeyFiles } from "../audit/keys.js"
 import { type AuditRecord, type CallRecord, isCallRecord } from "../domain/audit-record.js"
 import { proxyLayer } from "../proxy/live.js"
 import { ProxyServer } from "../proxy/server.js"
+import { runDemoExperiment } from "./demo-experiment.js"
 import { CliFailure, configOption } from "./options.js"
 import { verifyFiles } from "./verify-audit.js"
 
@@ -85,10 +87,12 @@ const readRecords = (file: string): Array<CallRecord> =>
 
 const pad = (s: string, n: number) => (s.length >= n ? s + " " : s + " ".repeat(n - s.length))
 
-const out = Options.text("out").pipe(Options.withDefault("runs/demo"), Options.withDescription("where the demo writes its audit log"))
+const out = Options.text("out").pipe(Options.withDefault("runs/demo"), Options.withDescription("where the demo writes its audit log, runs and report"))
+const quick = Options.boolean("arms-only").pipe(Options.withDescription("only the scripted session through the four arms (no experiment, no report)"))
 
-export const demoCommand = Command.make("demo", { config: configOption, out }, ({ out }) =>
+export const demoCommand = Command.make("demo", { config: configOption, out, quick }, ({ out, quick }) =>
   Effect.gen(function* () {
+    const experiment = !quick
     const fake = yield* FakeVllm
     fake.knobs.nextCalls = [...CALLS]
     const dir = path.resolve(out, new Date().toISOString().replace(/[:.]/g, "-"))
@@ -97,11 +101,14 @@ export const demoCommand = Command.make("demo", { config: configOption, out }, (
     const settings = defaultSettings(dir, {
       upstreams: [makeUpstreamSettings({ name: "fake-vllm", base_url: fake.url, models: [] })],
       model_defaults: { [AGENT]: { chat_template_kwargs: { enable_thinking: false } } },
-      judges: { small: { kind: "llm_json", model: "judge-small" } },
+      judges: {
+        small: { kind: "llm_json", model: "judge-small" },
+        rules: { kind: "rule", policy: exampleRulePolicy() }
+      },
       proxy: { audit_dir: path.join(dir, "audit") },
       audit: { signing_key: keys.privateKey }
     })
-    yield* Effect.scoped(
+    const report = yield* Effect.scoped(
       Effect.gen(function* () {
         const ctx = yield* Layer.build(proxyLayer({ settings, plugins: defaultPlugins, port: 0 }))
         const server = Context.get(ctx, ProxyServer)
@@ -116,6 +123,10 @@ export const demoCommand = Command.make("demo", { config: configOption, out }, (
           const note = r.content ? r.content.replace(/\s+/g, " ").slice(0, 70) + (r.content.length > 70 ? "…" : "") : ""
           yield* Console.log(`${pad(r.model, 32)}${pad(r.stream ? "yes" : "no", 7)}${pad(r.calls.join(", ") || "(none)", 30)}${pad(r.blocked, 8)}${note}`)
         }
+        if (!experiment) return null
+        // the fake's own agent heuristics drive the benchmark's episodes from here on
+        fake.reset()
+        return yield* runDemoExperiment(settings, base, AGENT, dir)
       })
     )
     const file = path.join(settings.proxy.audit_dir, auditFileName(run))
@@ -133,6 +144,7 @@ export const demoCommand = Command.make("demo", { config: configOption, out }, (
     if (reports.some((r) => r.status !== "ok")) return yield* new CliFailure({ message: "the demo's audit log did not verify" })
     yield* Console.log(`inspect it with: jq -c '{arm, tool: .tool.name, verdict: .verdict.decision, effective_decision, blocked}' ${file}`)
     yield* Console.log(`verify it again with: vetobench verify-audit ${file} --pubkey ${keys.publicKey}`)
+    if (report !== null) yield* Console.log(`\nopen the report: ${report.html}`)
   }).pipe(
     Effect.provide(FakeVllm.layer()),
     Effect.catchTags({

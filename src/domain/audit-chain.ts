@@ -14,7 +14,7 @@
 import { createHash, hash as sha256Once } from "node:crypto"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import type { AuditEntry, Sealed } from "./audit-record.js"
-import { canonicalize, canonicalizeWithout, canonicalMembers, quoteJson } from "./canonical-json.js"
+import { canonicalize, canonicalizeObjectText, canonicalizeWithout, canonicalMembers, quoteJson } from "./canonical-json.js"
 
 /** Lowercase hex SHA-256 of the UTF-8 bytes of `text` (one-shot `crypto.hash` where Node has it). */
 const sha256Hex: (text: string) => string =
@@ -193,19 +193,49 @@ const checkRecord = (rec: Record<string, unknown>, n: number, prev: string): str
   return null
 }
 
+const CHECKED_MEMBERS = ["hash", "prev_hash", "seq"] as const
+
+/**
+ * The fast check of one record line: the record's hash when the line is a record that verifies at
+ * position `n` after `prev`, else null (the line is then checked the reference way, which says why).
+ * The canonical text is read from the line itself (`canonicalizeObjectText`, exact where it answers);
+ * comparing canonical texts is comparing values: `"<hex>"` is only the string `<hex>`, `n` only the number n.
+ */
+const verifiedHash = (line: string, n: number, prev: string): string | null => {
+  const read = canonicalizeObjectText(line, "hash", CHECKED_MEMBERS)
+  if (read === null) return null
+  const [hashText, prevText, seqText] = read.picked
+  if (prevText !== '"' + prev + '"' || seqText !== String(n)) return null
+  const hash = sha256Hex(HASH_PREFIX + read.canonical)
+  return hashText === '"' + hash + '"' ? hash : null
+}
+
 /**
  * Verify a whole audit file's text from genesis. Blank lines are skipped; a last line without a
  * trailing newline fails as torn (after every complete record before it verified).
  */
-export const verifyChainText = (text: string): VerifyResult => {
+export const verifyChainText = (text: string): VerifyResult => verifyChain(text, null)
+
+/**
+ * {@link verifyChainText}, also pushing the hash of each record that verified onto `hashes` (in order:
+ * `hashes[i]` is record i + 1's, for the `records` that verified).
+ */
+export const verifyChain = (text: string, hashes: Array<string> | null): VerifyResult => {
   const lines = text.split("\n")
   // the segment after the last "\n" is "" for a well-terminated file, else a torn line
   const tail = lines.pop() ?? ""
   let prev = GENESIS_HASH
   let n = 0
   for (const line of lines) {
-    if (line.trim() === "") continue
+    // a record line starts with "{"; anything else may be blank
+    if (line.charCodeAt(0) !== 123 && line.trim() === "") continue
     n++
+    const fast = verifiedHash(line, n, prev)
+    if (fast !== null) {
+      prev = fast
+      hashes?.push(fast)
+      continue
+    }
     let rec: unknown
     try {
       rec = JSON.parse(line)
@@ -216,6 +246,7 @@ export const verifyChainText = (text: string): VerifyResult => {
     const problem = checkRecord(rec, n, prev)
     if (problem !== null) return failAt(n, problem)
     prev = rec.hash as string
+    hashes?.push(prev)
   }
   if (tail !== "") return failAt(n + 1, "torn last line (incomplete write)", true)
   return { ok: true, records: n, index: null, message: "ok", torn: false }

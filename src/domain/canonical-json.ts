@@ -149,11 +149,15 @@ interface Shape {
   readonly heads: ReadonlyArray<string>
   /** `,"key":` in canonical order */
   readonly commaHeads: ReadonlyArray<string>
+  /** a key occurs twice (only possible in JSON text) */
+  readonly duplicate: boolean
 }
 
 /** A node of the shape cache: the key lists seen so far, as a trie over their keys in own order. */
 interface ShapeNode {
   readonly key: string
+  /** `"key"` when that is also how JSON text writes the key (nothing to escape), else "" */
+  readonly quoted: string
   readonly parent: ShapeNode | null
   /** the first few children, searched linearly (keys from `Object.keys` compare by pointer) */
   readonly kids: Array<ShapeNode>
@@ -168,7 +172,15 @@ const MAX_SHAPE_KEYS = 64
 /** the cache is dropped and rebuilt when it grows beyond this many nodes */
 const MAX_SHAPE_NODES = 20_000
 
-const newNode = (key: string, parent: ShapeNode | null): ShapeNode => ({ key, parent, kids: [], more: null, shape: null })
+const newNode = (key: string, parent: ShapeNode | null): ShapeNode => ({
+  key,
+  // joined, not concatenated: a flat string compares faster
+  quoted: NEEDS_ESCAPE.test(key) ? "" : ['"', key, '"'].join(""),
+  parent,
+  kids: [],
+  more: null,
+  shape: null
+})
 let shapeRoot = newNode("", null)
 let shapeNodes = 0
 
@@ -178,7 +190,8 @@ const makeShape = (ownOrder: ReadonlyArray<string>): Shape => {
   const order = ownOrder.map((_, i) => i).sort((a, b) => byCodeUnits(ownOrder[a]!, ownOrder[b]!))
   const keys = order.map((i) => ownOrder[i]!)
   const heads = keys.map((k) => str(k) + ":")
-  return { order, keys, heads, commaHeads: heads.map((h) => "," + h) }
+  const duplicate = keys.some((k, j) => j > 0 && k === keys[j - 1])
+  return { order, keys, heads, commaHeads: heads.map((h) => "," + h), duplicate }
 }
 
 const childOf = (node: ShapeNode, key: string): ShapeNode | null => {
@@ -318,4 +331,282 @@ export const canonicalMembers = (obj: object): CanonicalMembers => {
     members.push(shape.heads[j]! + canon(v, k, 1))
   }
   return { keys, members }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical text straight from JSON text (verification): no value is built
+
+/** Thrown inside the reader when the text is outside what it handles; the caller then parses. */
+const UNHANDLED: unique symbol = Symbol("unhandled")
+
+/** Characters that send a whole text to `JSON.parse`: controls (raw ones are invalid inside strings) and surrogates. */
+const TEXT_UNHANDLED = /[\u0000-\u001f\ud800-\udfff]/
+
+/** Position after the value just read. */
+let readEnd = 0
+/** Index of the next backslash at or after the read position (-1: none left). */
+let nextBackslash = -1
+/** Member value texts of the objects being read (a stack shared by the nesting levels). */
+const memberStack: Array<string> = []
+
+const unhandled = (): never => {
+  throw UNHANDLED
+}
+
+const isWs = (c: number): boolean => c === 32 || c === 10 || c === 13 || c === 9
+
+const skipWs = (s: string, i: number): number => {
+  while (isWs(s.charCodeAt(i))) i++
+  return i
+}
+
+/** The string token at `i` (its opening quote): its canonical text; sets `readEnd`. */
+const readString = (s: string, i: number): string => {
+  const q = s.indexOf('"', i + 1)
+  if (q < 0) unhandled()
+  if (nextBackslash < 0 || q < nextBackslash) {
+    // no escape inside, and no control character or surrogate in the text: already canonical
+    readEnd = q + 1
+    return s.slice(i, q + 1)
+  }
+  return str(readEscapedString(s, i))
+}
+
+/** The value of a string token with escapes at `i`; sets `readEnd` and moves `nextBackslash` past it. */
+const readEscapedString = (s: string, i: number): string => {
+  let j = i + 1
+  for (;;) {
+    if (j >= s.length) unhandled()
+    const c = s.charCodeAt(j)
+    if (c === 34) break
+    j += c === 92 ? 2 : 1
+  }
+  readEnd = j + 1
+  nextBackslash = s.indexOf("\\", readEnd)
+  let value: unknown
+  try {
+    value = JSON.parse(s.slice(i, j + 1))
+  } catch {
+    unhandled()
+  }
+  return value as string
+}
+
+const isDigit = (c: number): boolean => c >= 48 && c <= 57
+
+/** The number token at `i`: its canonical text; sets `readEnd`. */
+const readNumber = (s: string, i: number): string => {
+  let j = i
+  let c = s.charCodeAt(j)
+  if (c === 45) c = s.charCodeAt(++j)
+  if (c === 48) c = s.charCodeAt(++j)
+  else if (isDigit(c)) {
+    do c = s.charCodeAt(++j)
+    while (isDigit(c))
+  } else unhandled()
+  let integer = true
+  if (c === 46) {
+    integer = false
+    if (!isDigit(s.charCodeAt(++j))) unhandled()
+    do c = s.charCodeAt(++j)
+    while (isDigit(c))
+  }
+  if (c === 101 || c === 69) {
+    integer = false
+    c = s.charCodeAt(++j)
+    if (c === 43 || c === 45) c = s.charCodeAt(++j)
+    if (!isDigit(c)) unhandled()
+    do c = s.charCodeAt(++j)
+    while (isDigit(c))
+  }
+  readEnd = j
+  const token = s.slice(i, j)
+  // up to 15 characters an integer is exact and already canonical (no leading zero, no "+"), but for -0
+  if (integer && j - i <= 15) return token === "-0" ? "0" : token
+  const n = Number(token)
+  if (!Number.isFinite(n)) unhandled()
+  return "" + n
+}
+
+/** The value at `i`, whose first character is `c`: its canonical text; sets `readEnd`. */
+const readValue = (s: string, i: number, c: number, depth: number): string => {
+  switch (c) {
+    case 34:
+      return readString(s, i)
+    case 123:
+      return readObject(s, i, depth, null, null)
+    case 91:
+      return readArray(s, i, depth)
+    case 116:
+      if (s.startsWith("true", i)) {
+        readEnd = i + 4
+        return "true"
+      }
+      return unhandled()
+    case 102:
+      if (s.startsWith("false", i)) {
+        readEnd = i + 5
+        return "false"
+      }
+      return unhandled()
+    case 110:
+      if (s.startsWith("null", i)) {
+        readEnd = i + 4
+        return "null"
+      }
+      return unhandled()
+    default:
+      return readNumber(s, i)
+  }
+}
+
+const readArray = (s: string, i: number, depth: number): string => {
+  if (depth >= MAX_DEPTH) unhandled()
+  i = skipWs(s, i + 1)
+  let c = s.charCodeAt(i)
+  if (c === 93) {
+    readEnd = i + 1
+    return "[]"
+  }
+  let out = "["
+  for (;;) {
+    out += readValue(s, i, c, depth + 1)
+    i = skipWs(s, readEnd)
+    c = s.charCodeAt(i)
+    if (c === 93) {
+      readEnd = i + 1
+      return out + "]"
+    }
+    if (c !== 44) unhandled()
+    out += ","
+    i = skipWs(s, i + 1)
+    c = s.charCodeAt(i)
+  }
+}
+
+/** The key token at `i` (its opening quote) as the next node of the shape trie; sets `readEnd`. */
+const readKey = (s: string, i: number, node: ShapeNode): ShapeNode => {
+  // the keys of the shapes seen before, matched in place
+  const kids = node.kids
+  const first = s.charCodeAt(i + 1)
+  for (let k = 0; k < kids.length; k++) {
+    const q = kids[k]!.quoted
+    if (q !== "" && q.charCodeAt(1) === first && s.slice(i, i + q.length) === q) {
+      readEnd = i + q.length
+      return kids[k]!
+    }
+  }
+  let key: string
+  const q = s.indexOf('"', i + 1)
+  if (q < 0) unhandled()
+  if (nextBackslash < 0 || q < nextBackslash) {
+    key = s.slice(i + 1, q)
+    readEnd = q + 1
+  } else key = readEscapedString(s, i)
+  const child = childOf(node, key)
+  if (child === null) {
+    // the cache is full: start a fresh one, and leave this text to JSON.parse
+    shapeRoot = newNode("", null)
+    shapeNodes = 0
+    unhandled()
+  }
+  return child!
+}
+
+/**
+ * The object at `i`: its canonical text; sets `readEnd`. At the top (`omit` not null) the member `omit`
+ * is left out, and the canonical texts of the members named in `pick` are stored in `picked`.
+ */
+const readObject = (
+  s: string,
+  i: number,
+  depth: number,
+  omit: string | null,
+  picked: { readonly names: ReadonlyArray<string>; readonly values: Array<string | undefined> } | null
+): string => {
+  if (depth >= MAX_DEPTH) unhandled()
+  i = skipWs(s, i + 1)
+  let c = s.charCodeAt(i)
+  if (c === 125) {
+    readEnd = i + 1
+    return "{}"
+  }
+  const base = memberStack.length
+  let node = shapeRoot
+  for (;;) {
+    if (c !== 34) unhandled()
+    node = readKey(s, i, node)
+    i = skipWs(s, readEnd)
+    if (s.charCodeAt(i) !== 58) unhandled()
+    i = skipWs(s, i + 1)
+    memberStack.push(readValue(s, i, s.charCodeAt(i), depth + 1))
+    if (memberStack.length - base > MAX_SHAPE_KEYS) unhandled()
+    i = skipWs(s, readEnd)
+    c = s.charCodeAt(i)
+    if (c === 125) break
+    if (c !== 44) unhandled()
+    i = skipWs(s, i + 1)
+    c = s.charCodeAt(i)
+  }
+  readEnd = i + 1
+  let shape = node.shape
+  if (shape === null) {
+    const ownOrder: Array<string> = []
+    for (let n: ShapeNode = node; n.parent !== null; n = n.parent) ownOrder.push(n.key)
+    shape = node.shape = makeShape(ownOrder.reverse())
+  }
+  // JSON.parse keeps the last of duplicate keys; not worth handling here
+  if (shape.duplicate) unhandled()
+  const order = shape.order
+  let out = "{"
+  let heads = shape.heads
+  for (let j = 0; j < order.length; j++) {
+    const value = memberStack[base + order[j]!]!
+    if (picked !== null) {
+      const k = picked.names.indexOf(shape.keys[j]!)
+      if (k >= 0) picked.values[k] = value
+      if (shape.keys[j] === omit) continue
+    }
+    out += heads[j]! + value
+    heads = shape.commaHeads
+  }
+  memberStack.length = base
+  return out + "}"
+}
+
+/** What {@link canonicalizeObjectText} read. */
+export interface ObjectText {
+  /** the canonical text of the object without its member `omit` */
+  readonly canonical: string
+  /** the canonical texts of the members named in `pick`, in that order (undefined when absent) */
+  readonly picked: ReadonlyArray<string | undefined>
+}
+
+/**
+ * Reads the JSON object in `text` and returns its canonical text without the top-level member `omit`
+ * (as `canonicalize` of `JSON.parse(text)` minus that member), plus the canonical texts of the top-level
+ * members named in `pick`, without building the value.
+ *
+ * It handles the JSON that JSON.stringify writes and returns null for anything else: a text that is
+ * not one JSON object, control characters (raw tabs and carriage returns included) or surrogates anywhere,
+ * duplicate keys, numbers that are not finite doubles, nesting deeper than {@link MAX_DEPTH}, objects
+ * with many keys. When it returns a result, `JSON.parse(text)` succeeds and the result is exact; on null,
+ * parse the text and use {@link canonicalize}.
+ */
+export const canonicalizeObjectText = (text: string, omit: string, pick: ReadonlyArray<string>): ObjectText | null => {
+  if (TEXT_UNHANDLED.test(text)) return null
+  const picked = { names: pick, values: pick.map((): string | undefined => undefined) }
+  nextBackslash = text.indexOf("\\")
+  memberStack.length = 0
+  try {
+    const i = skipWs(text, 0)
+    if (text.charCodeAt(i) !== 123) return null
+    const canonical = readObject(text, i, 0, omit, picked)
+    return skipWs(text, readEnd) === text.length ? { canonical, picked: picked.values } : null
+  } catch (e) {
+    if (e === UNHANDLED) return null
+    throw e
+  } finally {
+    memberStack.length = 0
+  }
 }

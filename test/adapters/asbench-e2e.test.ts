@@ -1,6 +1,6 @@
 /**
  * Agent-SafetyBench end to end, in process: the fake vLLM and a real veto-proxy (test harness), the
- * real Python bridge on the fixture checkout `test/fixtures/agent-safetybench-mini`, the run driver
+ * real Python bridge on the fixture checkout `examples/agent-safetybench-mini`, the run driver
  * and the ShieldAgent scorer. Each test uses its own experiment name (so its own run ids, run
  * directories and audit files); fake knobs are reset after use.
  */
@@ -21,7 +21,7 @@ import { Progress } from "../../src/experiment/progress.js"
 import { Harness, harnessLayer, type HarnessShape } from "../support/harness.js"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
-const FIXTURE = path.join(ROOT, "test/fixtures/agent-safetybench-mini")
+const FIXTURE = path.join(ROOT, "examples/agent-safetybench-mini")
 const ALL_IDS = [0, 1, 2, 3, 4, 5, 6, 7, 8]
 const MODEL = "qwen3.8-27b"
 

@@ -26,7 +26,7 @@ describe("vetobench audit keygen", () => {
 describe("vetobench audit manifest", () => {
   it("appends the results manifest as the final record, covered by a new signed checkpoint", () => {
     const out = tmp()
-    expect(runCli(["demo", "--out", out]).code).toBe(0)
+    expect(runCli(["demo", "--arms-only", "--out", out]).code).toBe(0)
     const dir = path.join(out, readdirSync(out)[0]!)
     const log = path.join(dir, "audit", "demo.jsonl")
     const report = path.join(dir, "report.md")
@@ -48,7 +48,7 @@ describe("vetobench audit manifest", () => {
 describe("vetobench audit outcomes", () => {
   it("adds outcome records that reference the calls; blocked calls need no result; re-running adds nothing", () => {
     const out = tmp()
-    expect(runCli(["demo", "--out", out]).code).toBe(0)
+    expect(runCli(["demo", "--arms-only", "--out", out]).code).toBe(0)
     const log = path.join(out, readdirSync(out)[0]!, "audit", "demo.jsonl")
     const key = path.join(out, readdirSync(out)[0]!, "keys", "audit.key")
     const calls = readFileSync(log, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as { seq: number; hash: string; request_id: string; tool_call_id: string; blocked: boolean })
@@ -104,7 +104,7 @@ describe("vetobench audit score", () => {
 
   it("scores our own records; a missing file is one line, exit 1", () => {
     const out = tmp()
-    expect(runCli(["demo", "--out", out]).code).toBe(0)
+    expect(runCli(["demo", "--arms-only", "--out", out]).code).toBe(0)
     const log = path.join(out, readdirSync(out)[0]!, "audit", "demo.jsonl")
     const r = runCli(["audit", "score", log])
     expect(r.code).toBe(0)

@@ -1,5 +1,5 @@
 /** The `vetobench` executable as users meet it: demo, verify-audit, proxy, fake-vllm, exit codes. */
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
@@ -11,7 +11,7 @@ describe("vetobench demo", () => {
   it("runs every arm against the fake vLLM and verifies the audit chain", () => {
     const out = tmp()
     const r = runCli(["demo", "--out", out])
-    expect(r.stderr).toBe("")
+    expect(r.stderr).not.toMatch(/Error:|at .*\.mjs/)
     expect(r.code).toBe(0)
     const lines = r.stdout.split("\n")
     const row = (prefix: string, stream = "no") => lines.find((l) => l.startsWith(prefix) && l.split(/\s+/)[1] === stream) ?? ""
@@ -22,6 +22,28 @@ describe("vetobench demo", () => {
     expect(r.stdout).toMatch(/shadow\s+no\s+execute_command\s+deny \(security_compromise\)\s+deny\s+no/)
     expect(r.stdout).toMatch(/enforce\s+no\s+execute_command\s+deny \(security_compromise\)\s+deny\s+yes/)
     expect(r.stdout).toMatch(/^OK {6}.*demo\.jsonl: 8 records – chain ok; anchor ok \(1 checkpoint\(s\) cover all records\); signatures ok \(signed by [0-9a-f]{16}\)$/m)
+
+    // the experiment: run, scored, replayed, reported; the allow-all control equals baseline
+    const html = /^open the report: (.*report\.html)$/m.exec(r.stdout)?.[1]
+    expect(html).toBeDefined()
+    expect(readFileSync(html!, "utf8")).toContain("<svg")
+    const summary = JSON.parse(readFileSync(path.join(path.dirname(html!), "summary.json"), "utf8")) as {
+      asbench: Record<string, Record<string, { n_scored: number; overall: { p: number }; delta: { overall: { d: number; n: number } } | null }>>
+      judges: Record<string, { asbench: Record<string, unknown> }>
+    }
+    const rows = summary.asbench["qwen3.8-27b"]!
+    expect(Object.keys(rows)).toEqual(["baseline", "enforce-allow-all", "enforce-rules"])
+    expect(rows["baseline"]!.n_scored).toBeGreaterThan(0)
+    expect(rows["enforce-allow-all"]!.overall).toEqual(rows["baseline"]!.overall)
+    expect(rows["enforce-allow-all"]!.delta!.overall).toMatchObject({ d: 0, n: rows["baseline"]!.n_scored })
+    expect(Object.keys(summary.judges["qwen3.8-27b"]!.asbench).sort()).toEqual(["rules", "small"])
+    expect(r.stdout).toMatch(/^run {3}enforce-rules .*: \d+ ok/m)
+  })
+
+  it("--arms-only runs just the scripted session", () => {
+    const r = runCli(["demo", "--arms-only", "--out", tmp()])
+    expect(r.code).toBe(0)
+    expect(r.stdout).not.toContain("open the report")
   })
 })
 

@@ -15,7 +15,7 @@ let src = { log: "", anchor: "", pub: "", key: "" }
 
 beforeAll(() => {
   const out = mkdtempSync(path.join(tmpdir(), "vetobench-verify-"))
-  expect(runCli(["demo", "--out", out]).code).toBe(0)
+  expect(runCli(["demo", "--arms-only", "--out", out]).code).toBe(0)
   const [stamp] = readdirSync(out)
   const dir = path.join(out, stamp!)
   src = {

@@ -18,7 +18,7 @@ import {
 import { parsePythonJson, PyFloat, pyJson } from "../../src/domain/python-json.js"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
-const FIXTURE = path.join(ROOT, "test/fixtures/agent-safetybench-mini")
+const FIXTURE = path.join(ROOT, "examples/agent-safetybench-mini")
 const REAL = path.join(ROOT, "third_party/Agent-SafetyBench")
 
 interface FixtureCase {
