@@ -13,8 +13,9 @@
  *     name and `judge.rule` with the `x-vetobench-environments` header (the `<Env>.<tool>` lookup).
  *     Skipped when the data is absent.
  *   - configs/policies/workspace-assistant.yaml (vetobench extensions: paths, commands, URLs, a
- *     trusted fact, trajectory rules): twelve calls over 64 episodes, `judge.rule` and then
- *     `judge.commit` as the gate does (state kept, reservations made and settled).
+ *     trusted fact, trajectory rules): twelve calls, `judge.rule` alone on the policy without its
+ *     trajectory rules, and, with them, over 64 episodes, `judge.rule` and then `judge.commit` as
+ *     the gate does (state kept, reservations made and settled).
  * Results go to docs/performance.md with --write (between the rule-judge markers).
  *
  *   npx tsx bench/rule-judge.ts [--decisions 1000000] [--warmup 200000] [--write]
@@ -27,7 +28,7 @@ import { Effect } from "effect"
 import type { JudgeContext } from "../judges/Judge.js"
 import { decide, type DecideOptions } from "../judges/rule/evaluate.js"
 import { makeRuleJudge } from "../judges/rule/kind.js"
-import { buildPolicy, loadPolicyFile } from "../judges/rule/policy.js"
+import { buildPolicy, loadPolicyFile, parsePolicyText } from "../judges/rule/policy.js"
 import { asbenchSkeleton } from "../judges/rule/skeleton.js"
 import type { ToolCallView } from "../src/domain/tool-call.js"
 
@@ -148,6 +149,9 @@ if (existsSync(path.join(ASB, "released_data.json"))) {
 
 // --- a policy with extensions: paths, commands, URLs, a trusted fact, trajectory rules --------------
 const extLoaded = await Effect.runPromise(loadPolicyFile(EXT_POLICY, ROOT))
+const parsedExtEither = parsePolicyText(readFileSync(path.join(ROOT, EXT_POLICY), "utf8"), EXT_POLICY)
+if (parsedExtEither._tag === "Left") throw new Error(`${EXT_POLICY}: ${JSON.stringify(parsedExtEither.left)}`)
+const parsedExt = parsedExtEither.right
 const extJudge = makeRuleJudge("workspace", extLoaded, { mode: "full", scopes: null, scopes_header: true })
 const ws = (tool: string, args: Record<string, unknown>): ToolCallView => ({ name: tool, description: "", parameters: null, arguments: args })
 const extCalls: ReadonlyArray<ToolCallView> = [
@@ -167,22 +171,55 @@ const extCalls: ReadonlyArray<ToolCallView> = [
 const EPISODES = 64
 const extCtx: ReadonlyArray<JudgeContext> = Array.from({ length: EPISODES }, (_, e) => ({ ...ctx, episodeId: `bench-${e}`, headers: { "x-vetobench-authorized": "true" } }))
 const extN = extCalls.length
-const extOne = (i: number) => {
-  const call = extCalls[i % extN]!
-  const c = extCtx[Math.floor(i / extN) % EPISODES]!
-  return Effect.flatMap(extJudge.rule(call, c), (v) =>
-    extJudge.commit === undefined ? Effect.succeed(v.category.length) : Effect.as(extJudge.commit(call, c, v.decision === "allow"), v.category.length)
-  )
+const extCommit = extJudge.commit
+if (extCommit === undefined) throw new Error("a judge with trajectory rules has a commit hook")
+
+/** rule, then commit, each yielded from the batch's fiber (as the gate's own generator does) */
+const measureRuleAndCommit = () => {
+  const batch = (start: number) =>
+    Effect.gen(function* () {
+      let acc = 0
+      for (let k = 0; k < BATCH; k++) {
+        const i = start + k
+        const call = extCalls[i % extN]!
+        const c = extCtx[Math.floor(i / extN) % EPISODES]!
+        const v = yield* extJudge.rule(call, c)
+        yield* extCommit(call, c, v.decision === "allow")
+        acc += v.category.length
+      }
+      return acc
+    })
+  for (let i = 0; i < WARMUP; i += BATCH) sink += Effect.runSync(batch(i))
+  const batches = Math.max(1, Math.round(DECISIONS / BATCH))
+  const ns: Array<number> = []
+  const cpu0 = process.cpuUsage()
+  for (let b = 0; b < batches; b++) {
+    const eff = batch(WARMUP + b * BATCH)
+    const t0 = process.hrtime.bigint()
+    sink += Effect.runSync(eff)
+    ns.push(Number(process.hrtime.bigint() - t0) / BATCH)
+  }
+  return summary(ns, process.cpuUsage(cpu0), batches)
 }
 // the first pass through the calls (a fresh episode) must give these decisions
 const extExpected = ["allow", "deny", "allow", "hold", "hold", "allow", "deny", "allow", "deny", "allow", "allow", "allow"]
 const extGot = extCalls.map((c) => {
   const v = Effect.runSync(extJudge.rule(c, { ...ctx, episodeId: "check", headers: { "x-vetobench-authorized": "true" } }))
-  if (extJudge.commit !== undefined) Effect.runSync(extJudge.commit(c, { ...ctx, episodeId: "check", headers: {} }, v.decision === "allow"))
+  Effect.runSync(extCommit(c, { ...ctx, episodeId: "check", headers: {} }, v.decision === "allow"))
   return v.decision
 })
 if (extGot.join() !== extExpected.join()) throw new Error(`unexpected decisions (extensions): ${extGot.join(", ")}`)
-rows.push([`workspace-assistant (extensions): \`judge.rule\` + \`judge.commit\`, ${EPISODES} episodes`, measureEffect(extOne)])
+// the same policy without its trajectory rules: the ruling alone (no state, no commit)
+const statelessRaw = JSON.parse(JSON.stringify(parsedExt)) as { vetobench: Record<string, unknown> }
+delete statelessRaw.vetobench.trajectory
+delete statelessRaw.vetobench.state
+const stateless = buildPolicy(statelessRaw)
+if (stateless._tag === "Left") throw new Error(`stateless variant rejected: ${JSON.stringify(stateless.left)}`)
+const statelessJudge = makeRuleJudge("workspace-stateless", { ...stateless.right, file: EXT_POLICY, sha256: "", version: "sha256:stateless" }, { mode: "full", scopes: null, scopes_header: true })
+rows.push(
+  ["workspace-assistant without its trajectory rules: `judge.rule` (paths, commands, URLs, trusted fact)", measureEffect((i) => Effect.map(statelessJudge.rule(extCalls[i % extN]!, extCtx[0]!), (v) => v.category.length))],
+  [`workspace-assistant (extensions): \`judge.rule\` + \`judge.commit\`, ${EPISODES} episodes`, measureRuleAndCommit()]
+)
 
 // the decisions must be those of §4.4, or the figures mean nothing
 const expected = ["allow", "allow", "allow", "allow", "deny", "deny", "escalate", "allow", "deny", "deny", "deny", "deny"]
@@ -202,10 +239,17 @@ const table = [
 ].join("\n")
 
 const worst = Math.max(...rows.map(([, r]) => r.median))
+const over = rows.filter(([, r]) => r.median > 2000 || r.cpu > 2000)
+const verdictText =
+  over.length === 0
+    ? `met on every path (worst median ${fmt(worst)})`
+    : `met on ${rows.length - over.length} of ${rows.length} paths; at the limit on ${over.map(([label, r]) => `${label.replace(/`/g, "")} (median ${fmt(r.median)}, CPU ${fmt(r.cpu)})`).join("; ")}`
 const notes = [
-  `\`npx tsx bench/rule-judge.ts [--decisions N] [--warmup N] [--write]\`. In process, no proxy: the evaluator alone (\`decide\`) and the judge as the gate calls it (\`judge.rule\` from a running fiber: header lookup, decide, extensions, verdict with latency; with trajectory rules also \`judge.commit\`, as the gate calls it after the ruling). Wall-clock medians of 1,000-decision batches, and the process's CPU time per decision (user + system over the timed batches, GC threads included: the figure that holds on a shared machine). Target: at most 2 µs per decision — ${worst <= 2000 ? "met" : "**not met**"} on every path (worst median ${fmt(worst)}). Load average at the start of the run: ${LOAD_AT_START.toFixed(1)} on ${cpus().length} cores.`,
+  `\`npx tsx bench/rule-judge.ts [--decisions N] [--warmup N] [--write]\`. In process, no proxy: the evaluator alone (\`decide\`) and the judge as the gate calls it (\`judge.rule\` from a running fiber: header lookup, decide, extensions, verdict with latency; with trajectory rules also \`judge.commit\`, as the gate calls it after the ruling). Wall-clock medians of 1,000-decision batches, and the process's CPU time per decision (user + system over the timed batches, GC threads included: the figure that holds on a shared machine). Target: at most 2 µs per decision — ${verdictText}. Load average at the start of the run: ${LOAD_AT_START.toFixed(1)} on ${cpus().length} cores.`,
   "",
-  `${asbNote} The extension policy's twelve calls (allowed, denied and held by path, command, URL, trusted-fact and trajectory rules) run in 64 episodes in turn, so its trajectory state is real: sums grow until the ceiling denies, reservations are made and settled. For scale: the Go gate decides the accounts-payable calls in 0.4–0.5 µs per call in process (toolgate.md §5.3).`
+  `${asbNote} The extension policy's twelve calls — half of them denied or held (by path, command, URL, trusted-fact and trajectory rules), each with a message built per call — run in 64 episodes in turn, so its trajectory state is real: sums grow until the ceiling denies, reservations are made and settled; \`judge.rule\` and \`judge.commit\` are yielded one after the other from the batch's fiber. For scale: the Go gate decides the accounts-payable calls in 0.4–0.5 µs per call in process (toolgate.md §5.3).`,
+  "",
+  "The first version of the extension path took about 10 µs per decision on the same (shared) machine. What brought it to about 2: one object literal for the verdict instead of two spreads of a cached one (this also took the accounts-payable `judge.rule` from 1.15 µs to about 0.9 µs); the raw JSON of prebuilt decisions kept on them, and that of per-call decisions written out with a quick safe-text test instead of `JSON.stringify`; no closures created per call (under tsx each costs an `Object.defineProperty` for its name); fast paths for already-normal paths, plain command lines and common URLs, with the full readers only for the rest; one RegExp for all protected names; no array per single-valued argument; the trajectory's keys and amounts computed once per call, nested maps instead of joined key strings, the expiry sweep at most once a second; and, in this benchmark, \`judge.rule\` and \`judge.commit\` yielded one after the other rather than composed with \`flatMap\`/\`as\` (about 14 % of the first figure was that composition)."
 ].join("\n")
 
 console.log(table)

@@ -105,9 +105,11 @@ PY
 }
 
 want=$(sha256sum "$REQS" | cut -d' ' -f1)
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && import_check >/dev/null 2>&1; then
+checked=""
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && checked=$(import_check 2>/dev/null); then
   say "requirements already installed from $REQS (kept)"
 else
+  checked=""
   rm -f "$STAMP"
   if "$VPY" -c 'import torch' >/dev/null 2>&1; then
     say "torch is installed ($("$VPY" -c 'import torch; print(torch.__version__)'))"
@@ -124,7 +126,9 @@ fi
 
 # --- 4. check --------------------------------------------------------------------------------
 say "checking ASB's imports"
-if ! import_check; then
+if [ -n "$checked" ]; then
+  echo "$checked"
+elif ! import_check; then
   die "ASB's modules do not import in $VENV (see the traceback above)"
 fi
 if ! (cd "$ASB" && ./.venv/bin/python main_attacker.py --help >/dev/null 2>&1); then

@@ -515,7 +515,6 @@ export const compileExtension = (ext: ExtensionSpec, spec: PolicySpec): Compiled
 // ---------------------------------------------------------------------------------------------
 // evaluation (stateless part)
 
-
 const made = (plan: ToolPlan, rule: string, effect: "deny" | "escalate", message: string): RuleDecision => ({
   decision: effect,
   rule,
@@ -527,6 +526,7 @@ const made = (plan: ToolPlan, rule: string, effect: "deny" | "escalate", message
 const TRUE_WORDS = new Set(["true", "1", "yes"])
 
 const CLASS_VERB: Readonly<Record<PathClass, string>> = { read: "reading", write: "writing", delete: "deleting" }
+const CLASS_RULE: Readonly<Record<PathClass, string>> = { read: "VB-path-read", write: "VB-path-write", delete: "VB-path-delete" }
 
 /**
  * The extensions' decision for a call the Go-compatible policy allowed (`plan` is the tool's plan,
@@ -550,10 +550,11 @@ export const decideExtension = (
   for (const q of t.requires) {
     const h = ext.spec.headerFacts.get(q.spec.fact)
     const value = (h !== undefined ? headers[h] : undefined) ?? constFacts.get(q.spec.fact)
-    const ok = value !== undefined && (q.spec.equals === null ? TRUE_WORDS.has(value.trim().toLowerCase()) : q.spec.equals.includes(value.trim()))
+    const ok =
+      value !== undefined &&
+      (q.spec.equals === null ? TRUE_WORDS.has(value) || TRUE_WORDS.has(value.trim().toLowerCase()) : q.spec.equals.includes(value) || q.spec.equals.includes(value.trim()))
     if (!ok) {
       const effect = q.escalate ? "escalate" : "deny"
-      const header = ext.spec.headerFacts.get(q.spec.fact)
       const want = q.spec.equals === null ? "true" : q.spec.equals.join(" or ")
       return made(
         plan,
@@ -561,7 +562,7 @@ export const decideExtension = (
         effect,
         q.spec.message !== ""
           ? q.spec.message
-          : `needs the trusted fact ${q.spec.fact} = ${want}${header !== undefined ? ` (request header ${header})` : ""}; this request ${value === undefined ? "does not carry it" : `has ${q.spec.fact} = ${value}`}`
+          : `needs the trusted fact ${q.spec.fact} = ${want}${h !== undefined ? ` (request header ${h})` : ""}; this request ${value === undefined ? "does not carry it" : `has ${q.spec.fact} = ${value}`}`
       )
     }
   }
@@ -600,7 +601,7 @@ const checkOnePath = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole
   const cls = role.class as PathClass
   const effect = ext.spec.paths.effects[cls]
   if (effect === "allow") return null
-  return made(plan, `VB-path-${cls}`, effect, effect === "escalate" ? `${CLASS_VERB[cls]} ${p} needs a person (class ${cls} is held)` : `${CLASS_VERB[cls]} ${p} is not allowed (class ${cls} is denied)`)
+  return made(plan, CLASS_RULE[cls], effect, effect === "escalate" ? `${CLASS_VERB[cls]} ${p} needs a person (class ${cls} is held)` : `${CLASS_VERB[cls]} ${p} is not allowed (class ${cls} is denied)`)
 }
 
 const checkCommand = (ext: CompiledExtension, plan: ToolPlan, role: CompiledRole, args: unknown): RuleDecision | null => {

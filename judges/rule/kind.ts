@@ -60,12 +60,23 @@ export type RuleConfig = typeof RuleConfig.Type
 const JSON_SAFE = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
 const quote = (s: string): string => (JSON_SAFE.test(s) ? `"${s}"` : JSON.stringify(s))
 
+/** Rule ids and scopes come from the policy: each is quoted once (bounded by the policy's size). */
+const quotedNames = new Map<string, string>()
+const quoteName = (s: string): string => {
+  let q = quotedNames.get(s)
+  if (q === undefined) {
+    q = quote(s)
+    if (quotedNames.size < 100_000) quotedNames.set(s, q)
+  }
+  return q
+}
+
 /**
  * `JSON.stringify(d)`, written out for the decisions built per call (about 4× faster): the decision
- * and approval are fixed words, the other fields are quoted as JSON strings.
+ * and approval are fixed words, rule and scope are quoted once, the message per call.
  */
 const rawJson = (d: RuleDecision): string =>
-  `{"decision":"${d.decision}","rule":${quote(d.rule)},"scope":${quote(d.scope)},"message":${quote(d.message)},"approval":"${d.approval}"}`
+  `{"decision":"${d.decision}","rule":${quoteName(d.rule)},"scope":${quoteName(d.scope)},"message":${quote(d.message)},"approval":"${d.approval}"}`
 
 /** The request header that narrows the grant per request (lower-cased, as in JudgeContext.headers). */
 export const SCOPES_HEADER = "x-scopes"
@@ -76,7 +87,7 @@ export interface RuleJudgeOptions {
   readonly scopes_header: boolean
   /** trusted facts from the judge's config (a trusted header wins; these win over the policy's `trusted.facts`) */
   readonly facts?: Readonly<Record<string, string | number | boolean>>
-  /** the clock of the trajectory state (ms); tests pass their own */
+  /** the clock of the trajectory state (ms, monotonic; default `performance.now`); tests pass their own */
   readonly now?: () => number
 }
 
@@ -102,13 +113,15 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
   for (const [k, v] of Object.entries(opts.facts ?? {})) constFacts.set(k, String(v))
   const qualified = ext.qualified
   const hasExtension = ext.tools.size > 0
-  const trajectory = ext.trajectory.rules.length > 0 ? new TrajectoryState(ext.trajectory, opts.now ?? Date.now) : null
+  const clock = opts.now
+  const trajectory = ext.trajectory.rules.length > 0 ? new TrajectoryState(ext.trajectory, clock ?? (() => performance.now())) : null
 
   /** the policy entry the call is decided under (`<Env>.<tool>` when the environments header names one) */
   const toolOf = (call: ToolCallView, ctx: JudgeContext): string =>
     qualified.size === 0 ? call.name : resolveToolName(qualified, call.name, ctx.headers[ENVIRONMENTS_HEADER])
 
-  const ruleOn = (call: ToolCallView, ctx: JudgeContext): RuleDecision => {
+  /** the decision; `started` (performance.now) doubles as the trajectory clock unless the options give one */
+  const ruleOn = (call: ToolCallView, ctx: JudgeContext, started: number): RuleDecision => {
     const header = opts.scopes_header ? ctx.headers[SCOPES_HEADER] : undefined
     const callerScopes = header !== undefined ? parseScopesHeader(header) : opts.scopes
     const tool = toolOf(call, ctx)
@@ -120,7 +133,7 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
       if (e !== null) return e
     }
     if (trajectory !== null && trajectory.governs(tool)) {
-      const t = trajectory.decide(plan, call.arguments, trajectory.keyOf(ctx.episodeId, ctx.sessionId), call)
+      const t = trajectory.decide(plan, call.arguments, trajectory.keyOf(ctx.episodeId, ctx.sessionId), call, clock === undefined ? started : clock())
       if (t !== null) return t
     }
     return d
@@ -130,7 +143,7 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
   const rule = (call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict> =>
     Effect.sync((): Verdict => {
       const started = performance.now()
-      const d = ruleOn(call, ctx)
+      const d = ruleOn(call, ctx, started)
       const raw = rawOf(d)
       return {
         judge: id.judge,

@@ -31,12 +31,12 @@ const NOT_NORMAL = /[\x00-\x1f\x7f\\]|\/\/|\/\.\.?(?:\/|$)|\/$|:\/\//
 
 export const normalizePath = (value: unknown, root: string, arg: string): string | PathProblem => {
   if (typeof value !== "string") return new PathProblem(`${arg} is not a path string`)
-  // fast path: a path already in normal form (the common case) needs no splitting
+  // fast path: a path already in normal form (the common case) needs no splitting; a relative one
+  // is joined to the (normal) root, so only its own text needs the look (and no leading `.` or `~`)
   const first = value.charCodeAt(0)
-  if (first !== 0x7e) {
-    const abs = first === 0x2f ? value : `${root}/${value}`
-    if (value !== "" && !NOT_NORMAL.test(abs)) return abs
-  }
+  if (first === 0x2f) {
+    if (!NOT_NORMAL.test(value)) return value
+  } else if (first !== 0x7e && first !== 0x2e && value !== "" && !NOT_NORMAL.test(value)) return root === "/" ? `/${value}` : `${root}/${value}`
   if (value === "") return new PathProblem(`${arg} is empty`)
   if (hasControl(value)) return new PathProblem(`${arg} contains a control character`)
   if (value.includes("\\")) return new PathProblem(`${arg} contains a backslash, which POSIX tools and others read differently`)

@@ -211,8 +211,10 @@ interface Group {
 }
 
 interface Delta {
-  /** rule index + NUL + group key */
-  readonly slot: string
+  /** the rule's index */
+  readonly rule: number
+  /** the group key */
+  readonly key: string
   readonly kind: typeof ADD | typeof APPROVE | typeof SEEN
   /** ADD: the amount; APPROVE: the approved amount, NaN for an approval without one */
   readonly amount: number
@@ -225,7 +227,8 @@ interface Reservation {
 
 class Episode {
   touched = 0
-  readonly groups = new Map<string, Group>()
+  /** per rule index: group key → group */
+  readonly groups: Array<Map<string, Group> | undefined> = []
   readonly pending: Array<Reservation> = []
 }
 
@@ -280,15 +283,14 @@ const NO_EPISODE = "cannot verify: no episode (x-vetobench-episode) or session (
 
 const fmt = (n: number) => (Number.isInteger(n) ? String(n) : String(Math.round(n * 1e6) / 1e6))
 
-/** The text of the single value at `p` ("" when there is no path), or why there is none. */
-const keyAt = (args: unknown, p: CompiledPath | null): { readonly key: string } | { readonly why: string } => {
-  if (p === null) return NO_KEY
+/** The text of the single value at `p` ("" when there is no path), or `Unresolved` (why there is none). */
+const keyAt = (args: unknown, p: CompiledPath | null): string | Unresolved => {
+  if (p === null) return ""
   const v = resolveArg(args, p)
-  if (v instanceof Unresolved) return { why: v.why }
-  if (!(typeof v === "string" || typeof v === "number" || typeof v === "boolean")) return { why: `${p.text} is not a single value` }
-  return { key: goText(v) }
+  if (v instanceof Unresolved) return v
+  if (!(typeof v === "string" || typeof v === "number" || typeof v === "boolean")) return new Unresolved(`${p.text} is not a single value`)
+  return goText(v)
 }
-const NO_KEY = { key: "" } as const
 
 /** The single non-negative number at `p`, or why not. */
 const amountAt = (args: unknown, p: CompiledPath): number | string => {
@@ -310,6 +312,9 @@ export class TrajectoryState {
     this.store = new EpisodeStore(compiled.state.max_episodes, compiled.state.ttl_s * 1000)
   }
 
+  private lastEpisode = ""
+  private lastKey = ""
+
   /** episodes held (for tests and diagnostics) */
   get episodes(): number {
     return this.store.size
@@ -317,7 +322,14 @@ export class TrajectoryState {
 
   /** The episode key of a request: `e:<episode>`, else `s:<session>`, else `shared` or null per `state.without_episode`. */
   keyOf(episodeId: string | null, sessionId: string | null): string | null {
-    if (episodeId !== null && episodeId !== "") return `e:${episodeId}`
+    if (episodeId !== null && episodeId !== "") {
+      // consecutive calls mostly share their episode: keep the last key
+      if (episodeId !== this.lastEpisode) {
+        this.lastEpisode = episodeId
+        this.lastKey = `e:${episodeId}`
+      }
+      return this.lastKey
+    }
     if (sessionId !== null && sessionId !== "") return `s:${sessionId}`
     return this.compiled.state.without_episode === "shared" ? "shared" : null
   }
@@ -336,26 +348,24 @@ export class TrajectoryState {
    * The first trajectory rule the call breaks (decision), or null; on null the call's amounts and
    * counts are reserved under `call` until `commit`.
    */
-  decide(plan: ToolPlan, args: unknown, episode: string | null, call: object): RuleDecision | null {
+  decide(plan: ToolPlan, args: unknown, episode: string | null, call: object, now: number = this.now()): RuleDecision | null {
     const rules = this.compiled.checks.get(plan.tool)
     if (rules === undefined) return null
     if (episode === null) return fire(plan, rules[0]!, NO_EPISODE)
-    const now = this.now()
     const ep = this.store.peek(episode, now)
     // what the call adds, should it pass (its reservation)
     let adds: Array<Delta> | null = null
     for (const r of rules) {
       const s = r.spec
       const k = keyAt(args, r.key)
-      if ("why" in k) return fire(plan, r, `cannot verify: ${k.why}`)
-      const slot = `${r.index}\u0000${k.key}`
-      const g = ep?.groups.get(slot)
+      if (k instanceof Unresolved) return fire(plan, r, `cannot verify: ${k.why}`)
+      const g = ep?.groups[r.index]?.get(k)
       if (s.kind === "ceiling") {
         const amount = amountAt(args, r.sum!)
         if (typeof amount === "string") return fire(plan, r, `cannot verify: ${amount}`)
-        const total = (g?.sum ?? 0) + (ep !== undefined ? pendingOf(ep, slot).sum : 0) + amount
+        const total = (g?.sum ?? 0) + (ep !== undefined ? pendingOf(ep, r.index, k).sum : 0) + amount
         const limit = Math.max(s.max, g?.lifted ?? -Infinity)
-        ;(adds ??= []).push({ slot, kind: ADD, amount })
+        ;(adds ??= []).push({ rule: r.index, key: k, kind: ADD, amount })
         if (total > limit) {
           const lifted = g !== undefined && g.lifted > s.max
           return fire(
@@ -363,18 +373,18 @@ export class TrajectoryState {
             r,
             said(
               s,
-              `${r.sum!.text}${groupOf(r, k.key)} would total ${fmt(total)} in this episode, above the ${lifted ? "approved " : ""}ceiling of ${fmt(limit)}${
+              `${r.sum!.text}${groupOf(r, k)} would total ${fmt(total)} in this episode, above the ${lifted ? "approved " : ""}ceiling of ${fmt(limit)}${
                 s.unless !== null && !lifted ? `; ${s.unless.tool}${s.unless.amount !== "" ? " for the total" : ""} must come first` : ""
               }`
             )
           )
         }
       } else if (s.kind === "max_calls") {
-        const count = (g?.count ?? 0) + (ep !== undefined ? pendingOf(ep, slot).count : 0)
-        ;(adds ??= []).push({ slot, kind: ADD, amount: 0 })
-        if (count + 1 > s.max) return fire(plan, r, said(s, `${s.tool !== "" ? s.tool : s.tag !== "" ? `tag ${s.tag}` : "calls"}${groupOf(r, k.key)}: at most ${fmt(s.max)} per episode, ${fmt(count)} already made`))
+        const count = (g?.count ?? 0) + (ep !== undefined ? pendingOf(ep, r.index, k).count : 0)
+        ;(adds ??= []).push({ rule: r.index, key: k, kind: ADD, amount: 0 })
+        if (count + 1 > s.max) return fire(plan, r, said(s, `${s.tool !== "" ? s.tool : s.tag !== "" ? `tag ${s.tag}` : "calls"}${groupOf(r, k)}: at most ${fmt(s.max)} per episode, ${fmt(count)} already made`))
       } else if (g === undefined || !g.seen) {
-        return fire(plan, r, said(s, `${plan.tool} needs an earlier ${s.after.join(" or ")}${r.key !== null ? ` with the same ${r.key.text} (${k.key})` : ""} in this episode`))
+        return fire(plan, r, said(s, `${plan.tool} needs an earlier ${s.after.join(" or ")}${r.key !== null ? ` with the same ${r.key.text} (${k})` : ""} in this episode`))
       }
     }
     if (adds !== null) {
@@ -394,16 +404,23 @@ export class TrajectoryState {
     const ep = this.store.peek(episode, now)
     let deltas: ReadonlyArray<Delta> | undefined
     if (ep !== undefined) {
-      const i = ep.pending.findIndex((p) => p.call === call)
-      if (i >= 0) deltas = ep.pending.splice(i, 1)[0]!.deltas
+      const pending = ep.pending
+      for (let i = 0; i < pending.length; i++)
+        if (pending[i]!.call === call) {
+          deltas = pending[i]!.deltas
+          pending.splice(i, 1)
+          break
+        }
     }
     if (!released) return
     deltas ??= this.deltasOf(tool, args, true)
     if (deltas.length === 0) return
     const target = this.store.touch(episode, now)
     for (const d of deltas) {
-      let g = target.groups.get(d.slot)
-      if (g === undefined) target.groups.set(d.slot, (g = { sum: 0, count: 0, lifted: -Infinity, seen: false }))
+      let byKey = target.groups[d.rule]
+      if (byKey === undefined) target.groups[d.rule] = byKey = new Map()
+      let g = byKey.get(d.key)
+      if (g === undefined) byKey.set(d.key, (g = { sum: 0, count: 0, lifted: -Infinity, seen: false }))
       if (d.kind === ADD) {
         g.sum += d.amount
         g.count += 1
@@ -423,15 +440,14 @@ export class TrajectoryState {
     for (const p of ps) {
       if (!withAdds && p.kind === ADD) continue
       const k = keyAt(args, p.key)
-      if ("why" in k) continue
-      const slot = `${p.rule.index}\u0000${k.key}`
+      if (k instanceof Unresolved) continue
       if (p.kind === ADD) {
         const amount = p.amount === null ? 0 : amountAt(args, p.amount)
-        if (typeof amount === "number") out.push({ slot, kind: ADD, amount })
+        if (typeof amount === "number") out.push({ rule: p.rule.index, key: k, kind: ADD, amount })
       } else if (p.kind === APPROVE) {
         const amount = p.amount === null ? Number.NaN : amountAt(args, p.amount)
-        if (typeof amount === "number") out.push({ slot, kind: APPROVE, amount })
-      } else out.push({ slot, kind: SEEN, amount: 0 })
+        if (typeof amount === "number") out.push({ rule: p.rule.index, key: k, kind: APPROVE, amount })
+      } else out.push({ rule: p.rule.index, key: k, kind: SEEN, amount: 0 })
     }
     return out
   }
@@ -450,12 +466,12 @@ const said = (s: TrajectorySpec, detail: string) => (s.message !== "" ? `${s.mes
 
 const groupOf = (r: TRule, key: string) => (r.key !== null ? ` for ${r.key.text} ${key}` : "")
 
-const pendingOf = (ep: Episode, slot: string): { readonly sum: number; readonly count: number } => {
+const pendingOf = (ep: Episode, rule: number, key: string): { readonly sum: number; readonly count: number } => {
   let sum = 0
   let count = 0
   for (const p of ep.pending)
     for (const d of p.deltas)
-      if (d.kind === ADD && d.slot === slot) {
+      if (d.kind === ADD && d.rule === rule && d.key === key) {
         sum += d.amount
         count++
       }

@@ -346,17 +346,16 @@ const TEXT_UNHANDLED = /[\u0000-\u001f\ud800-\udfff]/
 let readEnd = 0
 /** Index of the next backslash at or after the read position (-1: none left). */
 let nextBackslash = -1
-/** Member value texts of the objects being read (a stack shared by the nesting levels). */
-const memberStack: Array<string> = []
 
 const unhandled = (): never => {
   throw UNHANDLED
 }
 
-const isWs = (c: number): boolean => c === 32 || c === 10 || c === 13 || c === 9
-
+/** The first position at or after `i` that is not JSON whitespace (a cheap test first: most texts have none). */
 const skipWs = (s: string, i: number): number => {
-  while (isWs(s.charCodeAt(i))) i++
+  let c = s.charCodeAt(i)
+  if (c > 32) return i
+  while (c === 32 || c === 10 || c === 13 || c === 9) c = s.charCodeAt(++i)
   return i
 }
 
@@ -531,7 +530,7 @@ const readObject = (
     readEnd = i + 1
     return "{}"
   }
-  const base = memberStack.length
+  const values: Array<string> = []
   let node = shapeRoot
   for (;;) {
     if (c !== 34) unhandled()
@@ -539,8 +538,8 @@ const readObject = (
     i = skipWs(s, readEnd)
     if (s.charCodeAt(i) !== 58) unhandled()
     i = skipWs(s, i + 1)
-    memberStack.push(readValue(s, i, s.charCodeAt(i), depth + 1))
-    if (memberStack.length - base > MAX_SHAPE_KEYS) unhandled()
+    values.push(readValue(s, i, s.charCodeAt(i), depth + 1))
+    if (values.length > MAX_SHAPE_KEYS) unhandled()
     i = skipWs(s, readEnd)
     c = s.charCodeAt(i)
     if (c === 125) break
@@ -561,7 +560,7 @@ const readObject = (
   let out = "{"
   let heads = shape.heads
   for (let j = 0; j < order.length; j++) {
-    const value = memberStack[base + order[j]!]!
+    const value = values[order[j]!]!
     if (picked !== null) {
       const k = picked.names.indexOf(shape.keys[j]!)
       if (k >= 0) picked.values[k] = value
@@ -570,7 +569,6 @@ const readObject = (
     out += heads[j]! + value
     heads = shape.commaHeads
   }
-  memberStack.length = base
   return out + "}"
 }
 
@@ -597,7 +595,6 @@ export const canonicalizeObjectText = (text: string, omit: string, pick: Readonl
   if (TEXT_UNHANDLED.test(text)) return null
   const picked = { names: pick, values: pick.map((): string | undefined => undefined) }
   nextBackslash = text.indexOf("\\")
-  memberStack.length = 0
   try {
     const i = skipWs(text, 0)
     if (text.charCodeAt(i) !== 123) return null
@@ -606,7 +603,5 @@ export const canonicalizeObjectText = (text: string, omit: string, pick: Readonl
   } catch (e) {
     if (e === UNHANDLED) return null
     throw e
-  } finally {
-    memberStack.length = 0
   }
 }

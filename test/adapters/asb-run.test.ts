@@ -124,6 +124,10 @@ describe.skipIf(py.skip !== null)("ASB through veto-proxy (asb-mini)", () => {
         const exp = yield* experiment(h, "asb-e2e", ["tools_per_agent: 2", "shards: 2", "max_new_tokens: 321"])
         const v = variant(exp, "baseline")
         h.fake.reset()
+        // a venv inside the checkout (as third_party/ASB/.venv) keeps its caches when main_attacker cleans up
+        const venvCache = path.join(CHECKOUT, ".venv", "lib", "__pycache__")
+        fs.mkdirSync(venvCache, { recursive: true })
+        fs.writeFileSync(path.join(CHECKOUT, ".venv", "pyvenv.cfg"), "home = /usr/bin\n")
         const events: Array<ProgressEvent> = []
         const s = yield* runAttack(h, exp, v, DPI, { events })
         const runId = runIdFor(exp, "asb", MODEL, v)
@@ -140,6 +144,8 @@ describe.skipIf(py.skip !== null)("ASB through veto-proxy (asb-mini)", () => {
         expect(log).toMatch(new RegExp(`^\\[vetobench\\] pid \\d+: main_attacker\\.py in ${CHECKOUT}, route ${MODEL}@baseline, run ${runId}, session ${TAG}\n`))
         expect(log).toContain("Total number of attacks: 10")
         expect(log.trimEnd().endsWith("[vetobench] main_attacker.py finished with exit status 0")).toBe(true)
+        expect(fs.existsSync(venvCache)).toBe(true)
+        expect(fs.existsSync(path.join(CHECKOUT, "aios", "__pycache__"))).toBe(false)
 
         // the agent's requests, as ASB's GPT backend makes them, with the experiment's max_new_tokens
         const agent = chatBodies(h).filter((b) => b.model === MODEL)

@@ -10,7 +10,10 @@
  *   `agent_task.jsonl`, `{agent_name, agent_path, tasks}` (10 agents, 5 tasks each, 6 for
  *   academic_search_agent).
  * - Methods → `main_attacker.py` flags: direct → `--direct_prompt_injection`, observation →
- *   `--observation_prompt_injection`, mixed → both, clean → `--clean`.
+ *   `--observation_prompt_injection`, mixed → both, clean → `--clean`. `mixed_attack` is DPI + OPI
+ *   only: ASB's own `config/mixed.yml` adds memory poisoning (`--read_db`), which needs a populated
+ *   Chroma store and an embeddings endpoint; vetobench keeps the memory store off (`--database`
+ *   names a directory that never exists), so its mixed numbers are not the paper's DPI+OPI+MP.
  * - Selection: `clean` keeps one tool per agent (main_attacker still loops over attacker tools, so
  *   more would repeat identical tasks) and runs at least 5 tasks per agent; otherwise
  *   `tools_per_agent` k keeps the first k tools of each agent (file order); none = all.

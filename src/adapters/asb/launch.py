@@ -18,6 +18,10 @@ only the standard library, ``openai`` and ASB's own modules. Before ``main_attac
   characters outside printable ASCII, ``%`` and ``:`` are percent-encoded as UTF-8);
 * makes ``Interactor.check_reqs_installed`` answer True: ASB would run ``conda list`` for each agent
   (the example agents have nothing to install, and conda is usually absent);
+* keeps ``main_attacker``'s closing cache clean-up (``delete_directories`` of ``__pycache__`` and
+  the like under the ASB directory) out of virtual environments: ASB's own venv lives in the
+  checkout (``third_party/ASB/.venv``), and emptying its caches after every shard costs a minute
+  and makes the next start recompile everything (while other shards are running);
 * then runs ``main_attacker.py`` as ``__main__`` from the ASB directory and ends the process with a
   real status: 0 when it returns, its code on ``SystemExit`` (argparse errors give 2), 1 with the
   traceback on any other exception. The process is ended with ``os._exit``, because ASB's scheduler
@@ -34,6 +38,7 @@ import argparse
 import json
 import os
 import runpy
+import shutil
 import sys
 import threading
 import time
@@ -112,6 +117,24 @@ class TaskIndex:
         return "asb:%s:%s:%s" % (header_part(name), header_part(attacker_tool), index)
 
 
+def is_venv(path):
+    return os.path.isfile(os.path.join(path, "pyvenv.cfg")) or os.path.realpath(path) == os.path.realpath(sys.prefix)
+
+
+def delete_directories_outside_venvs(root_dir, target_dirs):
+    """ASB's ``delete_directories`` (remove every directory named in target_dirs under root_dir),
+    without descending into virtual environments."""
+    for dirpath, dirnames, _files in os.walk(root_dir, topdown=True):
+        keep = []
+        for name in dirnames:
+            full = os.path.join(dirpath, name)
+            if name in target_dirs:
+                shutil.rmtree(full, ignore_errors=True)
+            elif not is_venv(full):
+                keep.append(name)
+        dirnames[:] = keep
+
+
 def attacker_tool_name(tool):
     try:
         return str(tool["Attacker Tool"])
@@ -155,6 +178,7 @@ def main():
         from openai import OpenAI
         from aios.llm_core.llm_classes import model_registry
         from aios.llm_core.llm_classes.base_llm import BaseLLM
+        from aios.utils import utils as aios_utils
         from pyopenagi.agents.agent_factory import AgentFactory
         from pyopenagi.agents.base_agent import BaseAgent
         from pyopenagi.agents.interact import Interactor
@@ -225,6 +249,9 @@ def main():
 
     # the example agents have empty requirement files; ASB would shell out to `conda list` for each
     Interactor.check_reqs_installed = lambda self, agent: True
+
+    # main_attacker imports delete_directories by name when it starts, so it gets this one
+    aios_utils.delete_directories = delete_directories_outside_venvs
 
     # per-episode ids: the factory knows agent, task and attacker tool; every request of that agent
     # is created by BaseAgent.create_agent_request, and the backend reads the id off the request

@@ -56,6 +56,10 @@ describe("paths", () => {
     expect(norm("/workspace/project/../outside/notes.md")).toBe("/workspace/outside/notes.md")
     expect(norm("../../../../etc/passwd")).toBe("/etc/passwd")
     expect(norm("/../../..")).toBe("/")
+    expect(normalizePath("a.txt", "/", "path")).toBe("/a.txt")
+    expect(normalizePath("./a//b", "/", "path")).toBe("/a/b")
+    expect(normalizePath(".env", WS, "path")).toBe(`${WS}/.env`)
+    expect(normalizePath("..", WS, "path")).toBe("/workspace")
   })
 
   it("refuses what text cannot settle", () => {
