@@ -366,7 +366,7 @@ const clientStep = (server: Scripting, attempts = 10, tools: ReadonlyArray<Messa
         baseDelayMs: 1,
         onRetry: (line) => Effect.sync(() => void retries.push(line))
       })
-      const step = yield* Effect.either(client("asbench:3")([{ role: "user", content: "hi" }], tools))
+      const step = yield* Effect.either(client("asbench:3", ["Mailer", "", "FileCabinet"])([{ role: "user", content: "hi" }], tools))
       return { step, retries }
     })
   )
@@ -389,6 +389,7 @@ describe("client retry policy", () => {
       const first = server.requests[0]!
       expect(first.headers["x-vetobench-run"]).toBe("r1")
       expect(first.headers["x-vetobench-episode"]).toBe("asbench:3")
+      expect(first.headers["x-vetobench-environments"]).toBe("Mailer,FileCabinet")
       expect(first.headers.authorization).toBe("Bearer vetobench")
       expect(first.body).toEqual({
         model: "agent@enforce:allow-all",

@@ -123,7 +123,7 @@ const headerValue = (v: string | ReadonlyArray<string> | undefined): string | un
  */
 export const makeProxyClient = (
   opts: ClientOptions
-): Effect.Effect<(episode: string) => ChatFn, never, Scope.Scope> =>
+): Effect.Effect<(episode: string, environments?: ReadonlyArray<string>) => ChatFn, never, Scope.Scope> =>
   Effect.gen(function*() {
     const attempts = opts.attempts ?? DEFAULT_ATTEMPTS
     const baseDelayMs = opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS
@@ -134,7 +134,7 @@ export const makeProxyClient = (
       (a) => Effect.promise(() => a.destroy()).pipe(Effect.ignore)
     )
 
-    const once = (episode: string, body: string): Effect.Effect<Attempt> =>
+    const once = (episode: string, environments: string, body: string): Effect.Effect<Attempt> =>
       Effect.tryPromise({
         try: async (signal) => {
           const res = await request(url, {
@@ -145,7 +145,9 @@ export const makeProxyClient = (
               "content-type": "application/json",
               authorization: "Bearer vetobench",
               "x-vetobench-run": opts.runId,
-              "x-vetobench-episode": episode
+              "x-vetobench-episode": episode,
+              // the case's environments, so a rule policy can address `<Env>.<tool>` (docs/policy.md)
+              ...(environments !== "" ? { "x-vetobench-environments": environments } : {})
             },
             body
           })
@@ -155,13 +157,13 @@ export const makeProxyClient = (
         catch: (e): Attempt => ({ _tag: "retry", reason: transportReason(e), backoff: true })
       }).pipe(Effect.merge)
 
-    return (episode) => (messages, tools) =>
+    return (episode, environments = []) => (messages, tools) =>
       Effect.gen(function*() {
         // Python-style numbers (a `PyFloat` 21.0 stays `21.0`), as the benchmark's client would send them
         const body = pyJsonDumps(chatBody(opts.route, opts.maxTokens, messages, tools), { ensureAscii: false, separators: [",", ":"] })
         let last = "no attempt made"
         for (let k = 0; k < attempts; k++) {
-          const a = yield* once(episode, body)
+          const a = yield* once(episode, environments.filter((e) => e !== "").join(","), body)
           if (a._tag === "ok") return { _tag: "Answer", message: a.message, blocked: a.blocked } satisfies ChatStep
           if (a._tag === "fatal") return yield* new CaseError({ message: a.reason })
           last = a.reason

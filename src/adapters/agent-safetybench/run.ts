@@ -134,6 +134,14 @@ export const genResJson = (records: Iterable<Record<string, unknown>>): string =
 const crashed = (e: BridgeError) => e.reason === "crashed"
 
 /** Run (or resume) one model × variant. */
+/** The names of a case's environments (for `x-vetobench-environments`). */
+const environmentNames = (c: AsbenchCase): Array<string> =>
+  Array.isArray(c.environments)
+    ? c.environments.flatMap((e: unknown) =>
+        typeof e === "object" && e !== null && typeof (e as { name?: unknown }).name === "string" ? [(e as { name: string }).name] : []
+      )
+    : []
+
 export const runAsbench = (
   exp: Experiment,
   model: string,
@@ -176,7 +184,7 @@ export const runAsbench = (
       const ran = { ok: 0, exceeded: 0, error: 0 }
       const episode = (c: AsbenchCase) =>
         bridge.withSession((session) =>
-          runEpisode({ case: c, systemPrompt: texts.systemPrompt, session, chat: client(`asbench:${c.id}`), route, runId })
+          runEpisode({ case: c, systemPrompt: texts.systemPrompt, session, chat: client(`asbench:${c.id}`, environmentNames(c)), route, runId })
         )
       // pitfall 30: a case's failure is a value (an error record), never a failure of the forEach
       const runCase = (c: AsbenchCase): Effect.Effect<AsbenchRecord> =>
