@@ -11,6 +11,7 @@ import { VERSION } from "../version.js"
 import { auditCommand } from "./audit.js"
 import { demoCommand } from "./demo.js"
 import { fakeVllmCommand } from "./fake-vllm.js"
+import { mergeCommand } from "./merge.js"
 import { policyCommand } from "./policy.js"
 import { proxyCommand } from "./proxy.js"
 import { replayCommand } from "./replay.js"
@@ -24,7 +25,7 @@ import { verifyAuditCommand } from "./verify-audit.js"
 
 const root = Command.make("vetobench").pipe(
   Command.withDescription("test bench for the tool-call trust boundary"),
-  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, scoreCommand, replayCommand, reportCommand, policyCommand])
+  Command.withSubcommands([proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, mergeCommand, scoreCommand, replayCommand, reportCommand, policyCommand])
 )
 
 const cli = Command.run(root, { name: "vetobench", version: VERSION })

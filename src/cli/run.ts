@@ -14,14 +14,19 @@
  * After a model's variants, for each ASB attack, the paired Δ of every other variant against
  * `baseline` (ΔASR; Δ task success for `clean`, the over-blocking measure).
  *
+ * `--shard I/N` (0-based I): Agent-SafetyBench only, the cases whose id hashes to shard I of N
+ * (experiment/shard.ts), into `<run_dir>/shards/<I>-of-<N>/` under run id
+ * `<runId>.shard-<I>-of-<N>`; `vetobench merge` combines the N shards. A bad value is a usage
+ * error (exit 2). ASB is not sharded: with `--shard` it is skipped (named explicitly: exit 1).
+ *
  * `--model` / `--variant` are exact names, repeatable or comma-separated; none = all. `--bench`
  * defaults to both benchmarks; a benchmark named explicitly but disabled (or, for ASB, without
  * attacks) is reported with one line. The proxy must be running (`vetobench proxy -c <same
  * settings>`). Progress goes to stderr; errors are one line and exit 1 (a failed ASB shard: every
  * failed shard with its exit status and log, after the other shards finished).
  */
-import { Command, Options } from "@effect/cli"
-import { Console, Effect, Either, Layer } from "effect"
+import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Console, Effect, Either, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { auditFileName } from "../../layers/AuditSink.js"
@@ -44,6 +49,7 @@ import {
 import { Settings } from "../config/service.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import { Progress } from "../experiment/progress.js"
+import { parseShard, type Shard, shardName } from "../experiment/shard.js"
 import { CliFailure, configOption, settingsFrom } from "./options.js"
 
 export const experimentOption = Options.text("experiment").pipe(
@@ -59,6 +65,18 @@ export const variantOption = listOption("variant", "variants to run (baseline, e
 const benchOption = Options.choice("bench", ["asbench", "asb"]).pipe(
   Options.repeated,
   Options.withDescription("benchmarks to run (default: both)")
+)
+
+/** `--shard I/N`: parsed and checked while the command line is parsed (a bad value: exit 2). */
+export const shardOption = Options.text("shard").pipe(
+  Options.withDescription("run shard I of N (0-based, e.g. 0/4) of the Agent-SafetyBench cases; see `vetobench merge`"),
+  Options.mapEffect((text) =>
+    Either.match(parseShard(text), {
+      onLeft: (message) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(message))),
+      onRight: (shard) => Effect.succeed(shard)
+    })
+  ),
+  Options.optional
 )
 
 /** Names from repeatable, comma-separated options, duplicates dropped. */
@@ -90,10 +108,10 @@ export const selection = (config: string, experiment: string, model: ReadonlyArr
 export const bridgeLayer = (settings: SettingsShape, workers: number) =>
   PythonBridge.layer({ asbenchDir: settings.paths.asbench_dir, workers }).pipe(Layer.mapError((e) => fail(e.message)))
 
-const runAsbenchOne = (sel: Selection, model: string, variant: Variant) =>
+const runAsbenchOne = (sel: Selection, model: string, variant: Variant, shard: Shard | undefined) =>
   Effect.gen(function*() {
-    yield* Console.log(`== Agent-SafetyBench | ${model} | ${variant.name}`)
-    const s = yield* runAsbench(sel.exp, model, variant).pipe(Effect.mapError((e) => fail(e.message)))
+    yield* Console.log(`== Agent-SafetyBench | ${model} | ${variant.name}${shard === undefined ? "" : ` | shard ${shardName(shard)}`}`)
+    const s = yield* runAsbench(sel.exp, model, variant, shard === undefined ? {} : { shard }).pipe(Effect.mapError((e) => fail(e.message)))
     yield* Console.log(
       `[asbench] ${s.route}: ${s.ran.ok} ok, ${s.ran.exceeded} exceeded, ${s.ran.error} error` +
         ` (${s.skipped} of ${s.selected} done before) → ${s.genRes}`
@@ -152,7 +170,7 @@ const asbDeltas = (sel: Selection, model: string, attack: AsbAttack, results: Re
     }
   })
 
-const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean) =>
+const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean, shard: Shard | undefined) =>
   Effect.scoped(
     Effect.gen(function*() {
       // the bridge only when Agent-SafetyBench runs: it needs that checkout
@@ -160,7 +178,7 @@ const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean) =>
       for (const model of sel.models) {
         const asb = new Map<string, Map<string, AttackResults>>()
         for (const variant of sel.variants) {
-          if (bridge !== null) yield* Effect.provide(runAsbenchOne(sel, model, variant), bridge)
+          if (bridge !== null) yield* Effect.provide(runAsbenchOne(sel, model, variant, shard), bridge)
           if (!doAsb) continue
           for (const attack of sel.exp.asb.attacks) {
             const r = yield* runAsbOne(sel, model, variant, attack)
@@ -179,8 +197,8 @@ const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean) =>
 
 export const runCommand = Command.make(
   "run",
-  { config: configOption, experiment: experimentOption, model: modelOption, variant: variantOption, bench: benchOption },
-  ({ bench, config, experiment, model, variant }) =>
+  { config: configOption, experiment: experimentOption, model: modelOption, variant: variantOption, bench: benchOption, shard: shardOption },
+  ({ bench, config, experiment, model, shard: shardOpt, variant }) =>
     Effect.gen(function*() {
       const sel = yield* selection(config, experiment, model, variant)
       const explicit = bench.length > 0
@@ -190,7 +208,13 @@ export const runCommand = Command.make(
         doAsbench = false
         yield* Console.log(`== Agent-SafetyBench: disabled in ${sel.exp.file} (agent_safetybench.enabled: false)`)
       }
+      const shard = Option.getOrUndefined(shardOpt)
       let doAsb = benches.includes("asb")
+      if (doAsb && shard !== undefined && sel.exp.asb.enabled && sel.exp.asb.attacks.length > 0) {
+        if (explicit) return yield* fail(`--shard applies to Agent-SafetyBench only (drop --bench asb)`)
+        doAsb = false
+        yield* Console.log(`== ASB: not sharded (--shard applies to Agent-SafetyBench only)`)
+      }
       if (doAsb && (!sel.exp.asb.enabled || sel.exp.asb.attacks.length === 0)) {
         doAsb = false
         // named explicitly: say why nothing runs; by default: an experiment without ASB is normal
@@ -205,6 +229,6 @@ export const runCommand = Command.make(
       if (!doAsbench && !doAsb) return
       // before anything starts: a missing proxy is the most likely problem and its line names the fix
       yield* checkProxy(sel.exp.proxy_url, sel.settings.file).pipe(Effect.mapError((e) => fail(e.message)))
-      yield* runSelection(sel, doAsbench, doAsb)
+      yield* runSelection(sel, doAsbench, doAsb, shard)
     })
 ).pipe(Command.withDescription("run an experiment's benchmarks through veto-proxy (resumable)"))

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { exited, runCli, startCli } from "../support/cli.js"
 
-const FIXTURE = fileURLToPath(new URL("../fixtures/agent-safetybench-mini", import.meta.url))
+const FIXTURE = fileURLToPath(new URL("../../examples/agent-safetybench-mini", import.meta.url))
 const ALL_IDS = [0, 1, 2, 3, 4, 5, 6, 7, 8]
 
 let dir = ""
@@ -115,10 +115,10 @@ describe("vetobench run / score", () => {
     }
   })
 
-  it("--bench asb is accepted and skipped with one line", () => {
+  it("--bench asb on an experiment without ASB attacks says so in one line", () => {
     const r = cli(["run", "-e", "configs/exp.yaml", "--bench", "asb"])
     expect(r.code).toBe(0)
-    expect(r.stdout.trim()).toBe("== ASB: skipped (ASB runs come with the ASB issue)")
+    expect(r.stdout.trim()).toBe("== ASB: no attacks in configs/exp.yaml (asb.attacks is empty)")
   })
 
   it("errors are one line, exit 1", () => {

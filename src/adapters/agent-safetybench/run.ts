@@ -14,6 +14,9 @@
  *    serialised): interrupting loses only the cases in flight, and a re-run neither repeats nor
  *    loses finished ones.
  * 5. `gen_res.json`: every done record (earlier ones included) sorted by id, indent 1.
+ *
+ * With `shard` (`vetobench run --shard I/N`, experiment/shard.ts): only the shard's cases (after the
+ * split filter), into `<run_dir>/shards/<I>-of-<N>/asbench/…` under run id `<runId>.shard-<I>-of-<N>`.
  */
 import { Data, Effect, Either } from "effect"
 import * as path from "node:path"
@@ -25,6 +28,7 @@ import { asbenchRunDir, routeFor, runIdFor } from "../../config/experiment.js"
 import { Settings } from "../../config/service.js"
 import { pyJsonDumps } from "../../domain/python-json.js"
 import { Progress } from "../../experiment/progress.js"
+import { selectShard, type Shard, shardExperiment, shardRunId } from "../../experiment/shard.js"
 import { type ClientOptions, makeProxyClient } from "./client.js"
 import { type AsbenchCase, type AsbenchRecord, decodeCase, errorRecord, runEpisode } from "./episode.js"
 import { readSplit } from "./split.js"
@@ -38,6 +42,8 @@ export interface AsbenchRunOptions {
   readonly client?: Pick<ClientOptions, "attempts" | "baseDelayMs" | "timeoutMs">
   /** health check deadline, default 5 s */
   readonly healthTimeoutMs?: number
+  /** run one shard of the cases (experiment/shard.ts) */
+  readonly shard?: Shard
 }
 
 export interface AsbenchRunSummary {
@@ -106,7 +112,7 @@ export const loadCases = (dataFile: string, ids: ReadonlySet<number> | null): Ef
   )
 
 /** The split's part as an id set, or null when the experiment runs every case. */
-const splitIds = (exp: Experiment): Effect.Effect<ReadonlySet<number> | null, AsbenchError> => {
+export const splitIds = (exp: Experiment): Effect.Effect<ReadonlySet<number> | null, AsbenchError> => {
   const { split, split_part } = exp.agent_safetybench
   if (split === null) return Effect.succeed(null)
   return readSplit(split).pipe(
@@ -154,14 +160,17 @@ export const runAsbench = (
       const bridge = yield* PythonBridge
       const progress = yield* Progress
       const route = routeFor(model, variant)
-      const runId = runIdFor(exp, "asbench", model, variant)
+      const shard = opts.shard
+      const baseRunId = runIdFor(exp, "asbench", model, variant)
+      const runId = shard === undefined ? baseRunId : shardRunId(baseRunId, shard)
       const meta = { route, runId }
 
       yield* checkProxy(exp.proxy_url, settings.file, opts.healthTimeoutMs)
 
       const ids = yield* splitIds(exp)
-      const cases = yield* loadCases(path.join(settings.paths.asbench_dir, "data", "released_data.json"), ids)
-      const dir = asbenchRunDir(exp, model, variant)
+      const allCases = yield* loadCases(path.join(settings.paths.asbench_dir, "data", "released_data.json"), ids)
+      const cases = shard === undefined ? allCases : selectShard(allCases, shard)
+      const dir = asbenchRunDir(shard === undefined ? exp : shardExperiment(exp, shard), model, variant)
       const jsonl = path.join(dir, GEN_RES_JSONL)
       const storeError = (e: { readonly message: string }) => new AsbenchError({ message: e.message })
       const done = resumeFrom(yield* Effect.mapError(readJsonl(jsonl), storeError))
