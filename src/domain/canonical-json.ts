@@ -351,10 +351,9 @@ const unhandled = (): never => {
   throw UNHANDLED
 }
 
-/** The first position at or after `i` that is not JSON whitespace (a cheap test first: most texts have none). */
+/** The first position at or after `i` that is not JSON whitespace (callers test `<= 32` first: most texts have none). */
 const skipWs = (s: string, i: number): number => {
   let c = s.charCodeAt(i)
-  if (c > 32) return i
   while (c === 32 || c === 10 || c === 13 || c === 9) c = s.charCodeAt(++i)
   return i
 }
@@ -461,8 +460,8 @@ const readValue = (s: string, i: number, c: number, depth: number): string => {
 
 const readArray = (s: string, i: number, depth: number): string => {
   if (depth >= MAX_DEPTH) unhandled()
-  i = skipWs(s, i + 1)
-  let c = s.charCodeAt(i)
+  let c = s.charCodeAt(++i)
+  if (c <= 32) c = s.charCodeAt((i = skipWs(s, i)))
   if (c === 93) {
     readEnd = i + 1
     return "[]"
@@ -470,16 +469,16 @@ const readArray = (s: string, i: number, depth: number): string => {
   let out = "["
   for (;;) {
     out += readValue(s, i, c, depth + 1)
-    i = skipWs(s, readEnd)
-    c = s.charCodeAt(i)
+    c = s.charCodeAt((i = readEnd))
+    if (c <= 32) c = s.charCodeAt((i = skipWs(s, i)))
     if (c === 93) {
       readEnd = i + 1
       return out + "]"
     }
     if (c !== 44) unhandled()
     out += ","
-    i = skipWs(s, i + 1)
-    c = s.charCodeAt(i)
+    c = s.charCodeAt(++i)
+    if (c <= 32) c = s.charCodeAt((i = skipWs(s, i)))
   }
 }
 
@@ -524,8 +523,8 @@ const readObject = (
   picked: { readonly names: ReadonlyArray<string>; readonly values: Array<string | undefined> } | null
 ): string => {
   if (depth >= MAX_DEPTH) unhandled()
-  i = skipWs(s, i + 1)
-  let c = s.charCodeAt(i)
+  let c = s.charCodeAt(++i)
+  if (c <= 32) c = s.charCodeAt((i = skipWs(s, i)))
   if (c === 125) {
     readEnd = i + 1
     return "{}"
@@ -535,17 +534,19 @@ const readObject = (
   for (;;) {
     if (c !== 34) unhandled()
     node = readKey(s, i, node)
-    i = skipWs(s, readEnd)
-    if (s.charCodeAt(i) !== 58) unhandled()
-    i = skipWs(s, i + 1)
-    values.push(readValue(s, i, s.charCodeAt(i), depth + 1))
+    c = s.charCodeAt((i = readEnd))
+    if (c <= 32) c = s.charCodeAt((i = skipWs(s, i)))
+    if (c !== 58) unhandled()
+    c = s.charCodeAt(++i)
+    if (c <= 32) c = s.charCodeAt((i = skipWs(s, i)))
+    values.push(readValue(s, i, c, depth + 1))
     if (values.length > MAX_SHAPE_KEYS) unhandled()
-    i = skipWs(s, readEnd)
-    c = s.charCodeAt(i)
+    c = s.charCodeAt((i = readEnd))
+    if (c <= 32) c = s.charCodeAt((i = skipWs(s, i)))
     if (c === 125) break
     if (c !== 44) unhandled()
-    i = skipWs(s, i + 1)
-    c = s.charCodeAt(i)
+    c = s.charCodeAt(++i)
+    if (c <= 32) c = s.charCodeAt((i = skipWs(s, i)))
   }
   readEnd = i + 1
   let shape = node.shape
