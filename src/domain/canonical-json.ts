@@ -558,7 +558,7 @@ const readObject = (
   // JSON.parse keeps the last of duplicate keys; not worth handling here
   if (shape.duplicate) unhandled()
   const order = shape.order
-  let out = "{"
+  const out: Array<string> = ["{"]
   let heads = shape.heads
   for (let j = 0; j < order.length; j++) {
     const value = values[order[j]!]!
@@ -567,10 +567,11 @@ const readObject = (
       if (k >= 0) picked.values[k] = value
       if (shape.keys[j] === omit) continue
     }
-    out += heads[j]! + value
+    out.push(heads[j]!, value)
     heads = shape.commaHeads
   }
-  return out + "}"
+  out.push("}")
+  return out.join("")
 }
 
 /** What {@link canonicalizeObjectText} read. */

@@ -14,40 +14,7 @@ import * as YAML from "yaml"
 import { loadExperiment } from "../../src/config/experiment.js"
 import { loadSettings } from "../../src/config/settings.js"
 
-type Obj = Readonly<Record<string, unknown>>
-
-const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v)
-const obj = (v: unknown, what: string): Obj => {
-  if (!isObj(v)) throw new Error(`${what}: expected a mapping, got ${JSON.stringify(v)}`)
-  return v
-}
-const arr = (v: unknown, what: string): ReadonlyArray<unknown> => {
-  if (!Array.isArray(v)) throw new Error(`${what}: expected a list, got ${JSON.stringify(v)}`)
-  return v
-}
-const str = (v: unknown, what: string): string => {
-  if (typeof v !== "string") throw new Error(`${what}: expected a string, got ${JSON.stringify(v)}`)
-  return v
-}
-const num = (v: unknown, what: string): number => {
-  if (typeof v !== "number") throw new Error(`${what}: expected a number, got ${JSON.stringify(v)}`)
-  return v
-}
-const at = (v: unknown, p: string): unknown => p.split(".").reduce<unknown>((cur, key) => (isObj(cur) ? cur[key] : undefined), v)
-const objs = (v: unknown, what: string): ReadonlyArray<Obj> => arr(v, what).map((x, i) => obj(x, `${what}[${i}]`))
-
-const GI = 1024 ** 3
-const MEMORY_UNITS: Readonly<Record<string, number>> = { "": 1, K: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: GI, Ti: 1024 ** 4 }
-const memoryBytes = (q: unknown): number => {
-  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T|)$/.exec(String(q))
-  if (m === null) throw new Error(`not a memory quantity: ${JSON.stringify(q)}`)
-  return Number(m[1]) * MEMORY_UNITS[m[2] ?? ""]!
-}
-const cpuCores = (q: unknown): number => {
-  const m = /^(\d+(?:\.\d+)?)(m?)$/.exec(String(q))
-  if (m === null) throw new Error(`not a CPU quantity: ${JSON.stringify(q)}`)
-  return Number(m[1]) / (m[2] === "m" ? 1000 : 1)
-}
+import { arr, at, cpuCores, GI, memoryBytes, num, obj, type Obj, objs, str } from "../support/k8s.js"
 
 const load = (file: string) => {
   const text = readFileSync(file, "utf8")
