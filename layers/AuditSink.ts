@@ -360,7 +360,12 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
       })
     )
 
-    const fileFor = (runId: string | null): string => path.join(root, auditFileName(runId))
+    const files = new Map<string | null, string>()
+    const fileFor = (runId: string | null): string => {
+      let file = files.get(runId)
+      if (file === undefined) files.set(runId, (file = path.join(root, auditFileName(runId))))
+      return file
+    }
 
     const stateFor = (file: string): FileState => {
       let st = states.get(file)
@@ -436,22 +441,20 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         const ms = Math.max(Date.now(), st.lastMs)
         const ts = new Date(ms).toISOString()
         for (const p of batch) {
-          const cause = p.prepared === null ? p.error : undefined
-          if (p.prepared !== null) {
-            const at = { seq: tip.seq + 1, ts, prev_hash: tip.hash }
-            try {
-              const { hash, line } = sealPrepared(p.prepared, at)
-              sealed.push(p)
-              positions.push({ ...at, hash })
-              lines.push(line, "\n")
-              tip = { seq: at.seq, hash, ts }
-              continue
-            } catch (e) {
-              complete(p, Effect.fail(fail(st, `record cannot be hashed: ${reasonOf(e)}`, e)))
-              continue
-            }
+          if (p.prepared === null) {
+            complete(p, Effect.fail(fail(st, `record cannot be hashed: ${reasonOf(p.error)}`, p.error)))
+            continue
           }
-          complete(p, Effect.fail(fail(st, `record cannot be hashed: ${reasonOf(cause)}`, cause)))
+          const at = { seq: tip.seq + 1, ts, prev_hash: tip.hash }
+          try {
+            const { hash, line } = sealPrepared(p.prepared, at)
+            sealed.push(p)
+            positions.push({ ...at, hash })
+            lines.push(line, "\n")
+            tip = { seq: at.seq, hash, ts }
+          } catch (cause) {
+            complete(p, Effect.fail(fail(st, `record cannot be hashed: ${reasonOf(cause)}`, cause)))
+          }
         }
         if (sealed.length === 0) return
         const bytes = Buffer.from(lines.join(""), "utf8")

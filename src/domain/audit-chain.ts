@@ -14,7 +14,7 @@
 import { createHash, hash as sha256Once } from "node:crypto"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import type { AuditEntry, Sealed } from "./audit-record.js"
-import { canonicalize, canonicalizeObjectText, canonicalizeWithout, canonicalMembers, quoteJson } from "./canonical-json.js"
+import { canonicalize, canonicalizeAround, canonicalizeObjectText, canonicalizeWithout, quoteJson } from "./canonical-json.js"
 
 /** Lowercase hex SHA-256 of the UTF-8 bytes of `text` (one-shot `crypto.hash` where Node has it). */
 const sha256Hex: (text: string) => string =
@@ -58,9 +58,13 @@ export interface PreparedEntry<E extends AuditEntry = AuditEntry> {
 }
 
 const RESERVED = new Set(["schema", "seq", "ts", "prev_hash", "hash", "toJSON"])
-/** the chain members in canonical order, and which dynamic value (0 prev_hash, 1 seq, 2 ts) follows each */
-const CHAIN_KEYS = ["prev_hash", "schema", "seq", "ts"] as const
-const SCHEMA_MEMBER = `"schema":${JSON.stringify(AUDIT_SCHEMA)}`
+/** the chain members in canonical order; null: filled in at sealing (prev_hash, seq, ts) */
+const CHAIN_MEMBERS: ReadonlyArray<readonly [string, string | null]> = [
+  ["prev_hash", null],
+  ["schema", JSON.stringify(AUDIT_SCHEMA)],
+  ["seq", null],
+  ["ts", null]
+]
 const LINE_HEAD = `{"schema":${JSON.stringify(AUDIT_SCHEMA)},"seq":`
 
 /**
@@ -75,25 +79,8 @@ export const prepareEntry = <E extends AuditEntry>(entry: E, options: { readonly
     const c = k.charCodeAt(0)
     if (RESERVED.has(k) || (c >= 48 && c <= 57)) return { entry: copy, parts: null, json: null }
   }
-  const { keys: sorted, members } = canonicalMembers(copy)
-  // members (and chain members) between the dynamic values, joined once: flat strings hash faster than ropes
-  const parts: Array<string> = []
-  let run: Array<string> = []
-  let c = 0
-  for (let i = 0; i <= sorted.length; i++) {
-    const k = i < sorted.length ? sorted[i]! : null
-    for (; c < CHAIN_KEYS.length && (k === null || CHAIN_KEYS[c]! < k); c++) {
-      if (c === 1) {
-        run.push(SCHEMA_MEMBER)
-      } else {
-        run.push(`"${CHAIN_KEYS[c]!}":`)
-        parts.push(joinRun(parts.length === 0, run, false))
-        run = []
-      }
-    }
-    if (k !== null) run.push(members[i]!)
-  }
-  parts.push(joinRun(false, run, true))
+  const parts = canonicalizeAround(copy, CHAIN_MEMBERS)
+  if (parts === null) return { entry: copy, parts: null, json: null }
   let json: string | null = null
   if (options.line === true) {
     const whole = JSON.stringify(copy)
@@ -101,13 +88,6 @@ export const prepareEntry = <E extends AuditEntry>(entry: E, options: { readonly
   }
   return { entry: copy, parts: parts as unknown as readonly [string, string, string, string], json }
 }
-
-/**
- * One stretch of the canonical text between two dynamic values: its members joined by commas, with the
- * opening brace (first stretch), the comma that follows the preceding value, and the closing brace (last).
- */
-const joinRun = (first: boolean, run: ReadonlyArray<string>, last: boolean): string =>
-  (first ? "{" : run.length > 0 ? "," : "") + run.join(",") + (last ? "}" : "")
 
 const fastAt = (at: ChainPosition): boolean =>
   typeof at.seq === "number" && Number.isFinite(at.seq) && typeof at.ts === "string" && typeof at.prev_hash === "string"
@@ -200,6 +180,7 @@ const CHECKED_MEMBERS = ["hash", "prev_hash", "seq"] as const
  * position `n` after `prev`, else null (the line is then checked the reference way, which says why).
  * The canonical text is read from the line itself (`canonicalizeObjectText`, exact where it answers);
  * comparing canonical texts is comparing values: `"<hex>"` is only the string `<hex>`, `n` only the number n.
+ * (`prev` is always a lowercase hex hash here, so `'"' + prev + '"'` is its canonical text.)
  */
 const verifiedHash = (line: string, n: number, prev: string): string | null => {
   const read = canonicalizeObjectText(line, "hash", CHECKED_MEMBERS)
@@ -212,7 +193,9 @@ const verifiedHash = (line: string, n: number, prev: string): string | null => {
 
 /**
  * Verify a whole audit file's text from genesis. Blank lines are skipped; a last line without a
- * trailing newline fails as torn (after every complete record before it verified).
+ * trailing newline fails as torn (after every complete record before it verified). Pure and on one
+ * thread; each line takes the fast check first and, when that does not confirm it, the reference
+ * check (JSON.parse + {@link recordHash}), which gives every failure its message.
  */
 export const verifyChainText = (text: string): VerifyResult => verifyChain(text, null)
 

@@ -3,7 +3,7 @@
  * and rewrites), and the checkpoints' signatures. A check that cannot be made is reported as such,
  * never as success.
  */
-import { verifyChainText, type VerifyResult } from "./audit-chain.js"
+import { verifyChain, type VerifyResult } from "./audit-chain.js"
 import { ANCHOR_SCHEMA, type Checkpoint, type CheckpointKey, signatureValid } from "./checkpoint.js"
 
 export type CheckStatus = "ok" | "failed" | "not-checked"
@@ -24,19 +24,30 @@ export interface FileVerification {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
-/** The hash of each record by position (as written; the chain check says whether to trust them). */
-const recordHashes = (text: string): Array<string> =>
-  text
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => {
-      try {
-        const r: unknown = JSON.parse(l)
-        return isObject(r) && typeof r.hash === "string" ? r.hash : ""
-      } catch {
-        return ""
-      }
-    })
+/** The `hash` member of one record line, "" when the line is not a record with a string hash. */
+const hashOfLine = (line: string): string => {
+  try {
+    const r: unknown = JSON.parse(line)
+    return isObject(r) && typeof r.hash === "string" ? r.hash : ""
+  } catch {
+    return ""
+  }
+}
+
+/**
+ * The chain check, and the hash of each record by position (as written; the chain check says whether
+ * to trust them). The records that verified give their hash from the check itself; only the lines
+ * after a failure are parsed again.
+ */
+const chainAndHashes = (text: string): { readonly chain: VerifyResult; readonly hashes: Array<string> } => {
+  const hashes: Array<string> = []
+  const chain = verifyChain(text, hashes)
+  // every record verified: their hashes are all there
+  if (chain.ok) return { chain, hashes }
+  const lines = text.split("\n").filter((l) => l.trim() !== "")
+  for (let i = hashes.length; i < lines.length; i++) hashes.push(hashOfLine(lines[i]!))
+  return { chain, hashes }
+}
 
 const parseAnchor = (text: string): Array<Checkpoint> | string => {
   const out: Array<Checkpoint> = []
@@ -107,8 +118,7 @@ export const verifyAudit = (
   anchorText: string | null,
   trusted: CheckpointKey | null
 ): FileVerification => {
-  const chain = verifyChainText(text)
-  const hashes = recordHashes(text)
+  const { chain, hashes } = chainAndHashes(text)
   let anchor: Check
   let signatures: Check
   if (anchorText === null) {

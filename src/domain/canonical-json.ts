@@ -15,8 +15,12 @@
  * does not define them, so callers that need strict interoperability should not pass them.
  *
  * {@link canonicalizeReference} is the plain transcription of these rules; {@link canonicalize} is the
- * same function made fast (sorted key orders cached per key shape, no per-key escaping, values read
- * with `Object.values`), and the tests check that the two agree.
+ * same function made fast (the sorted order and quoted keys of each key list are cached, values are
+ * read with `Object.values`), and the tests check that the two agree on random values. The cache is
+ * module state, bounded (objects with many keys are not cached; a full cache is dropped).
+ * Built on the same machinery: {@link canonicalizeWithout} (a record without its `hash`, no copy),
+ * {@link canonicalizeAround} (a record's text around members filled in later: sealing) and
+ * {@link canonicalizeObjectText} (the canonical text read straight from JSON text: verification).
  */
 import { Data } from "effect"
 
@@ -169,7 +173,7 @@ interface ShapeNode {
 const KIDS = 8
 /** objects with more keys than this are not cached (dictionaries with data as keys) */
 const MAX_SHAPE_KEYS = 64
-/** the cache is dropped and rebuilt when it grows beyond this many nodes */
+/** the cache is dropped and rebuilt when it grows beyond this many nodes plus cached shape keys (a few MB) */
 const MAX_SHAPE_NODES = 20_000
 
 const newNode = (key: string, parent: ShapeNode | null): ShapeNode => ({
@@ -192,6 +196,12 @@ const makeShape = (ownOrder: ReadonlyArray<string>): Shape => {
   const heads = keys.map((k) => str(k) + ":")
   const duplicate = keys.some((k, j) => j > 0 && k === keys[j - 1])
   return { order, keys, heads, commaHeads: heads.map((h) => "," + h), duplicate }
+}
+
+/** A shape to keep in the cache: its keys count against the cache's size. */
+const cachedShape = (ownOrder: ReadonlyArray<string>): Shape => {
+  shapeNodes += ownOrder.length
+  return makeShape(ownOrder)
 }
 
 const childOf = (node: ShapeNode, key: string): ShapeNode | null => {
@@ -218,7 +228,7 @@ const shapeOf = (keys: ReadonlyArray<string>): Shape => {
     shapeNodes = 0
     return makeShape(keys)
   }
-  return (node.shape ??= makeShape(keys))
+  return (node.shape ??= cachedShape(keys))
 }
 
 /** The canonical text of `value` (already through `toJSON`, not omitted). */
@@ -306,31 +316,44 @@ export const canonicalizeWithout = (obj: object, omit: string): string => {
   return canonObject(obj, 0, omit)
 }
 
-/** The members of an object in canonical order, each as `"key":value`; omitted members are left out. */
-export interface CanonicalMembers {
-  readonly keys: ReadonlyArray<string>
-  readonly members: ReadonlyArray<string>
-}
-
 /**
- * The canonical members of `obj` taken as a top-level object (its own `toJSON` is not applied):
- * `"{" + members.join(",") + "}"` is `canonicalize(obj)` for an object without `toJSON`. Lets a caller
- * merge in members of its own at their sorted places.
+ * The canonical text of `obj` (taken as a top-level object; its own `toJSON` is not applied) merged with
+ * the members `extra` (keys `obj` does not have, in canonical order), cut at each extra member whose
+ * text is null: the texts around those values, one more than there are null members. Putting each
+ * such member's value (as canonical JSON) between the texts gives the canonical text of the merged
+ * object. Null when `obj` has one of the extra keys.
  * @throws CanonicalJsonError as {@link canonicalize}.
  */
-export const canonicalMembers = (obj: object): CanonicalMembers => {
-  const ownKeys = Object.keys(obj)
-  const shape = shapeOf(ownKeys)
-  const keys: Array<string> = []
-  const members: Array<string> = []
-  for (let j = 0; j < shape.keys.length; j++) {
-    const k = shape.keys[j]!
+export const canonicalizeAround = (obj: object, extra: ReadonlyArray<readonly [string, string | null]>): Array<string> | null => {
+  const shape = shapeOf(Object.keys(obj))
+  const keys = shape.keys
+  for (const [k] of extra) if (keys.includes(k)) return null
+  const cuts: Array<string> = []
+  // the pieces since the last cut, joined once: flat strings hash faster than ropes
+  let run: Array<string> = ["{"]
+  let comma = false
+  let x = 0
+  for (let j = 0; j <= keys.length; j++) {
+    const k = j < keys.length ? keys[j]! : null
+    for (; x < extra.length && (k === null || extra[x]![0] < k); x++) {
+      const [ek, ev] = extra[x]!
+      run.push(comma ? "," : "", str(ek), ":")
+      comma = true
+      if (ev !== null) run.push(ev)
+      else {
+        cuts.push(run.join(""))
+        run = []
+      }
+    }
+    if (k === null) break
     const v = prepare((obj as Record<string, unknown>)[k], k)
     if (isOmitted(v)) continue
-    keys.push(k)
-    members.push(shape.heads[j]! + canon(v, k, 1))
+    run.push(comma ? shape.commaHeads[j]! : shape.heads[j]!, canon(v, k, 1))
+    comma = true
   }
-  return { keys, members }
+  run.push("}")
+  cuts.push(run.join(""))
+  return cuts
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -553,12 +576,12 @@ const readObject = (
   if (shape === null) {
     const ownOrder: Array<string> = []
     for (let n: ShapeNode = node; n.parent !== null; n = n.parent) ownOrder.push(n.key)
-    shape = node.shape = makeShape(ownOrder.reverse())
+    shape = node.shape = cachedShape(ownOrder.reverse())
   }
   // JSON.parse keeps the last of duplicate keys; not worth handling here
   if (shape.duplicate) unhandled()
   const order = shape.order
-  const out: Array<string> = ["{"]
+  let out = "{"
   let heads = shape.heads
   for (let j = 0; j < order.length; j++) {
     const value = values[order[j]!]!
@@ -567,11 +590,10 @@ const readObject = (
       if (k >= 0) picked.values[k] = value
       if (shape.keys[j] === omit) continue
     }
-    out.push(heads[j]!, value)
+    out += heads[j]! + value
     heads = shape.commaHeads
   }
-  out.push("}")
-  return out.join("")
+  return out + "}"
 }
 
 /** What {@link canonicalizeObjectText} read. */
