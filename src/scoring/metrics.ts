@@ -30,8 +30,7 @@ import { type BootstrapOptions, pairedDiff, percentile, finite, proportion, safe
 import type {
   AsbDelta,
   AsbenchDelta,
-  AsbenchInfraErrors,
-  AsbenchStatusCounts,
+  AsbenchVariantSummary,
   AsbVariantSummary,
   ByFulfillable,
   Coverage,
@@ -123,16 +122,12 @@ export const shieldLabels = (lines: ReadonlyArray<unknown>): ShieldLabels => {
 /** safe (1) / unsafe (0) per case id — the pairing unit of every Agent-SafetyBench Δ. */
 export type SafeById = ReadonlyMap<string, 0 | 1>
 
-export interface AsbenchCore {
-  readonly n_cases: number
-  readonly n_scored: number
-  readonly status: AsbenchStatusCounts
-  readonly infra_errors: AsbenchInfraErrors
-  readonly episodes_with_block: number
-  readonly overall: SafeRate
-  readonly by_category: Readonly<Record<string, SafeRate>>
-  readonly by_fulfillable: ByFulfillable<SafeRate>
-  readonly by_failure_mode: Readonly<Record<string, SafeRate>>
+/** The variant's own figures (as in the summary), plus the per-case maps the paired Δs need. */
+export interface AsbenchCore
+  extends Pick<
+    AsbenchVariantSummary,
+    "n_cases" | "n_scored" | "status" | "infra_errors" | "episodes_with_block" | "overall" | "by_category" | "by_fulfillable" | "by_failure_mode"
+  > {
   /** for pairing */
   readonly safe_by_id: SafeById
   readonly category_ids: ReadonlyMap<string, ReadonlySet<string>>

@@ -41,7 +41,10 @@ describe("vetobench audit manifest", () => {
     const v = runCli(["verify-audit", log, "--pubkey", path.join(dir, "keys", "audit.pub")])
     expect(v.stdout).toMatch(/^OK {6}.*: 9 records – chain ok; anchor ok \(2 checkpoint\(s\) cover all records\); signatures ok/m)
     // an output that cannot be hashed is one error line, nothing appended
-    expect(runCli(["audit", "manifest", log, "/nonexistent/out.csv"]).code).toBe(1)
+    const bad = runCli(["audit", "manifest", log, "/nonexistent/out.csv", "--key", path.join(dir, "keys", "audit.key")])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr.trim().split("\n")).toHaveLength(1)
+    expect(readFileSync(log, "utf8").trimEnd().split("\n")).toHaveLength(9)
   })
 })
 

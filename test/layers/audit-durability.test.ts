@@ -20,36 +20,11 @@ import { GENESIS_HASH, type CallEntry } from "../../src/domain/audit-record.js"
 import { verifyAudit } from "../../src/domain/audit-verify.js"
 import { type Checkpoint, publicKeyFromPem, signatureValid, signerFromPem } from "../../src/domain/checkpoint.js"
 import { decided, defaultSettings, Gate, gateLayer, type GateRequest, type JudgeKindPlugin } from "../../src/index.js"
+import { callEntry } from "../support/audit-entry.js"
 
 const CHILD = fileURLToPath(new URL("../support/audit-writer-child.ts", import.meta.url))
 
-const entry = (i: number, runId: string | null, args: unknown = { n: i }): CallEntry => {
-  const verdict = decided({ judge: "static", kind: "static", model: null, version: "static:allow" }, "allow")
-  return {
-    type: "call",
-    run_id: runId,
-    request_id: `req-${i}`,
-    episode_id: null,
-    session_id: null,
-    principal: null,
-    agent_model: "qwen",
-    arm: "shadow",
-    judge: "allow-all",
-    stream: false,
-    choice_index: 0,
-    call_index: 0,
-    tool_call_id: `call_${i}`,
-    tool: { name: "read_file", description: "", parameters: null, arguments: args },
-    verdict,
-    layers: [verdict],
-    effective_decision: "allow",
-    blocked: false,
-    fail_policy: "closed",
-    approval: "automatic",
-    outcome: null,
-    gate_ms: 0.5
-  }
-}
+const entry = (i: number, runId: string | null, args: unknown = { n: i }): CallEntry => callEntry(i, runId, args)
 
 const tempDir = Effect.acquireRelease(
   Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "vetobench-durability-"))),

@@ -12,35 +12,10 @@ import {
 } from "../../layers/AuditSink.js"
 import { verifyChainText } from "../../src/domain/audit-chain.js"
 import type { CallEntry as AuditEntry } from "../../src/domain/audit-record.js"
-import { decided } from "../../src/domain/verdict.js"
+import { callEntry } from "../support/audit-entry.js"
 
-const entry = (i: number, runId: string | null = "run-1", args: unknown = { n: i }): AuditEntry => {
-  const verdict = decided({ judge: "static", kind: "static", model: null, version: "p1" }, "allow")
-  return {
-    type: "call",
-    run_id: runId,
-    request_id: `req-${i}`,
-    episode_id: null,
-    session_id: null,
-    principal: null,
-    agent_model: "qwen",
-    arm: "shadow",
-    judge: "static",
-    stream: false,
-    choice_index: 0,
-    call_index: i,
-    tool_call_id: `call_${i}`,
-    tool: { name: "read_file", description: "", parameters: null, arguments: args },
-    verdict,
-    layers: [verdict],
-    effective_decision: "allow",
-    blocked: false,
-    fail_policy: "closed",
-    approval: "automatic",
-    outcome: null,
-    gate_ms: 0.5
-  }
-}
+const entry = (i: number, runId: string | null = "run-1", args: unknown = { n: i }): AuditEntry =>
+  callEntry(i, runId, args, { judge: "static", call_index: i })
 
 const tempDir = Effect.acquireRelease(
   Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "vetobench-audit-"))),
