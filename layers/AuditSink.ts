@@ -19,7 +19,7 @@ import type { Scope } from "effect"
 import * as fs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
 import * as path from "node:path"
-import { GENESIS_TIP, lastRecordOf, preparedRecord, prepareEntry, sealPrepared, sealRecord, verifyChainText } from "../src/domain/audit-chain.js"
+import { GENESIS_TIP, lastRecordOf, preparedRecord, prepareEntry, recordLine, sealPrepared, sealRecord, verifyChainText } from "../src/domain/audit-chain.js"
 import type { ChainPosition, ChainTip, PreparedEntry, VerifyResult } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
 import { makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
@@ -512,7 +512,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         let error: unknown = undefined
         try {
           // canonicalize and serialise here, in the appender's fiber: the writer's serial section only hashes
-          prepared = prepareEntry(entry, { line: true })
+          prepared = prepareEntry(entry)
         } catch (e) {
           error = e
         }
@@ -566,7 +566,7 @@ const makeMemory = (): Context.Context<AuditSink | AuditMemory> => {
   const memory: AuditMemoryShape = {
     records: Effect.sync(() => all.map((r) => r.record)),
     recordsFor: (runId) => Effect.sync(() => recordsOf(runId)),
-    textFor: (runId) => Effect.sync(() => recordsOf(runId).map((r) => JSON.stringify(r) + "\n").join(""))
+    textFor: (runId) => Effect.sync(() => recordsOf(runId).map((r) => recordLine(r) + "\n").join(""))
   }
   return Context.make(AuditSink, { append, fileFor, checkpoint: () => Effect.void } as const).pipe(Context.add(AuditMemory, memory))
 }

@@ -4,17 +4,21 @@
  * `hash` = lowercase hex SHA-256 of the UTF-8 bytes of `HASH_PREFIX + canonicalize(record without "hash")`,
  * so `prev_hash` (and `seq`, `ts`, `schema`) are covered. The first record's `prev_hash` is
  * `GENESIS_HASH`; `seq` is 1 for the first record of a file and increases by exactly 1.
- * The written line is `JSON.stringify(record)` (insertion order); only the hash uses canonical form.
+ * The written line is the canonical text of the whole record, `hash` included ({@link recordLine}), so
+ * the hashed text is the line with its `hash` member cut out. Verification does not rely on it: a
+ * line in any other spelling of the same record (files written before lines were canonical, or a
+ * record re-serialised by a tool) verifies the same way, only slower.
  *
- * Sealing in two steps (what the file sink does): {@link prepareEntry} canonicalizes and serialises
- * everything but the chain members, off the writer's serial section; {@link sealPrepared} then only
- * splices `prev_hash`, `seq` and `ts` into the prepared texts and hashes. The result is byte for byte
- * what {@link sealRecord} + `JSON.stringify` give.
+ * Sealing in two steps (what the file sink does): {@link prepareEntry} canonicalizes everything but
+ * the chain members, off the writer's serial section; {@link sealPrepared} then only splices `hash`,
+ * `prev_hash`, `seq` and `ts` into the prepared text and hashes. The result is byte for byte what
+ * {@link sealRecord} + {@link recordLine} give.
  */
 import { createHash, hash as sha256Once } from "node:crypto"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import type { AuditEntry, Sealed } from "./audit-record.js"
 import { canonicalize, canonicalizeAround, canonicalizeObjectText, canonicalizeWithout, quoteJson } from "./canonical-json.js"
+import { readCanonicalRecordLine } from "./canonical-line.js"
 
 /** Lowercase hex SHA-256 of the UTF-8 bytes of `text` (one-shot `crypto.hash` where Node has it). */
 const sha256Hex: (text: string) => string =
@@ -47,46 +51,48 @@ export interface PreparedEntry<E extends AuditEntry = AuditEntry> {
   /** the entry's own enumerable members, copied once (what the record spreads) */
   readonly entry: E
   /**
-   * The canonical text of the record around its chain members: `parts[0] + prev_hash + parts[1] + seq +
-   * parts[2] + ts + parts[3]` (values as JSON). Null when the entry has a member that would clash with
-   * the chain's (`schema`, `seq`, `ts`, `prev_hash`, `hash`), an own `toJSON`, or an array-index key: such
-   * an entry is sealed the reference way.
+   * The canonical text of the record around its chain members: `parts[0] + hash + parts[1] + prev_hash +
+   * parts[2] + seq + parts[3] + ts + parts[4]` (values as JSON) is the record's line. Null when the entry
+   * has a member that would clash with the chain's (`schema`, `seq`, `ts`, `prev_hash`, `hash`), an own
+   * `toJSON`, or an array-index key: such an entry is sealed the reference way.
    */
-  readonly parts: readonly [string, string, string, string] | null
-  /** `JSON.stringify(entry)` without its braces ("" for no member); null unless asked for or when `parts` is null */
-  readonly json: string | null
+  readonly parts: readonly [string, string, string, string, string] | null
+  /** `parts[0]` and `parts[1]` without the `hash` member: the hashed text's first two pieces */
+  readonly bare: readonly [string, string] | null
 }
 
 const RESERVED = new Set(["schema", "seq", "ts", "prev_hash", "hash", "toJSON"])
-/** the chain members in canonical order; null: filled in at sealing (prev_hash, seq, ts) */
+/** the chain members in canonical order; null: filled in at sealing (hash, prev_hash, seq, ts) */
 const CHAIN_MEMBERS: ReadonlyArray<readonly [string, string | null]> = [
+  ["hash", null],
   ["prev_hash", null],
   ["schema", JSON.stringify(AUDIT_SCHEMA)],
   ["seq", null],
   ["ts", null]
 ]
-const LINE_HEAD = `{"schema":${JSON.stringify(AUDIT_SCHEMA)},"seq":`
+const HASH_HEAD = '"hash":'
+
+const notPrepared = <E extends AuditEntry>(entry: E): PreparedEntry<E> => ({ entry, parts: null, bare: null })
 
 /**
- * Canonicalize (and, with `line`, serialise) an entry for sealing later, at a position not yet known.
+ * Canonicalize an entry for sealing later, at a position not yet known.
  * @throws CanonicalJsonError as {@link recordHash} would when sealing it.
  */
-export const prepareEntry = <E extends AuditEntry>(entry: E, options: { readonly line?: boolean } = {}): PreparedEntry<E> => {
+export const prepareEntry = <E extends AuditEntry>(entry: E): PreparedEntry<E> => {
   const copy = { ...entry }
   const keys = Object.keys(copy)
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!
     const c = k.charCodeAt(0)
-    if (RESERVED.has(k) || (c >= 48 && c <= 57)) return { entry: copy, parts: null, json: null }
+    if (RESERVED.has(k) || (c >= 48 && c <= 57)) return notPrepared(copy)
   }
-  const parts = canonicalizeAround(copy, CHAIN_MEMBERS)
-  if (parts === null) return { entry: copy, parts: null, json: null }
-  let json: string | null = null
-  if (options.line === true) {
-    const whole = JSON.stringify(copy)
-    json = whole.length > 2 ? whole.slice(1, -1) : ""
-  }
-  return { entry: copy, parts: parts as unknown as readonly [string, string, string, string], json }
+  const cut = canonicalizeAround(copy, CHAIN_MEMBERS)
+  if (cut === null) return notPrepared(copy)
+  const parts = cut as unknown as readonly [string, string, string, string, string]
+  // parts[0] ends with `,"hash":` (or is `{"hash":` when no member sorts before it); parts[1] starts with `,"`
+  const head = parts[0].slice(0, parts[0].length - HASH_HEAD.length)
+  const bare: readonly [string, string] = head === "{" ? [head, parts[1].slice(1)] : [head.slice(0, -1), parts[1]]
+  return { entry: copy, parts, bare }
 }
 
 const fastAt = (at: ChainPosition): boolean =>
@@ -98,37 +104,42 @@ export const preparedRecord = <E extends AuditEntry>(p: PreparedEntry<E>, at: Ch
 
 export interface SealedLine {
   readonly hash: string
-  /** `JSON.stringify(record)`, without the newline */
+  /** the record's line ({@link recordLine}), without the newline */
   readonly line: string
 }
 
 /**
- * Seal a prepared entry at `at`: its hash and its JSONL line, as `sealRecord` + `JSON.stringify` give.
+ * The JSONL line of a sealed record: its canonical text, `hash` included.
+ * @throws CanonicalJsonError (see {@link recordHash}).
+ */
+export const recordLine = (record: object): string => canonicalize(record)
+
+/**
+ * Seal a prepared entry at `at`: its hash and its JSONL line, as `sealRecord` + `recordLine` give.
  * @throws CanonicalJsonError for a position that is not JSON (a non-finite `seq`).
  */
 export const sealPrepared = (p: PreparedEntry, at: ChainPosition): SealedLine => {
   const parts = p.parts
-  if (parts === null || p.json === null || !fastAt(at)) {
+  const bare = p.bare
+  if (parts === null || bare === null || !fastAt(at)) {
     const record = sealSpread(p.entry, at)
-    return { hash: record.hash, line: JSON.stringify(record) }
+    return { hash: record.hash, line: recordLine(record) }
   }
-  const seq = "" + at.seq
-  const ts = quoteJson(at.ts)
-  const prev = quoteJson(at.prev_hash)
-  const hash = sha256Hex(HASH_PREFIX + parts[0] + prev + parts[1] + seq + parts[2] + ts + parts[3])
-  const members = p.json === "" ? "" : "," + p.json
-  return { hash, line: LINE_HEAD + seq + ',"ts":' + ts + members + ',"prev_hash":' + prev + ',"hash":"' + hash + '"}' }
+  const rest = quoteJson(at.prev_hash) + parts[2] + at.seq + parts[3] + quoteJson(at.ts) + parts[4]
+  const hash = sha256Hex(HASH_PREFIX + bare[0] + bare[1] + rest)
+  return { hash, line: parts[0] + '"' + hash + '"' + parts[1] + rest }
 }
 
 /** The hash alone of a prepared entry sealed at `at`. */
 const preparedHash = (p: PreparedEntry, at: ChainPosition): string => {
   const parts = p.parts!
-  return sha256Hex(HASH_PREFIX + parts[0] + quoteJson(at.prev_hash) + parts[1] + at.seq + parts[2] + quoteJson(at.ts) + parts[3])
+  const bare = p.bare!
+  return sha256Hex(HASH_PREFIX + bare[0] + bare[1] + quoteJson(at.prev_hash) + parts[2] + at.seq + parts[3] + quoteJson(at.ts) + parts[4])
 }
 
 /**
- * The full record for `entry` at a chain position. Field order of the written line:
- * schema, seq, ts, the entry's fields, prev_hash, hash.
+ * The full record for `entry` at a chain position (members in this order: schema, seq, ts, the entry's
+ * members, prev_hash, hash; its line, {@link recordLine}, is canonical whatever the order).
  * @throws CanonicalJsonError (see {@link recordHash}).
  */
 export const sealRecord = <E extends AuditEntry>(entry: E, at: ChainPosition): Sealed<E> => {
@@ -176,13 +187,22 @@ const checkRecord = (rec: Record<string, unknown>, n: number, prev: string): str
 const CHECKED_MEMBERS = ["hash", "prev_hash", "seq"] as const
 
 /**
- * The fast check of one record line: the record's hash when the line is a record that verifies at
+ * The fast checks of one record line: the record's hash when the line is a record that verifies at
  * position `n` after `prev`, else null (the line is then checked the reference way, which says why).
- * The canonical text is read from the line itself (`canonicalizeObjectText`, exact where it answers);
- * comparing canonical texts is comparing values: `"<hex>"` is only the string `<hex>`, `n` only the number n.
- * (`prev` is always a lowercase hex hash here, so `'"' + prev + '"'` is its canonical text.)
+ *
+ * First as a canonical line (what the sink writes): the hashed text is the line without its `hash`
+ * member. Otherwise the canonical text is read from the line (`canonicalizeObjectText`, exact where it
+ * answers). Both compare canonical texts, which is comparing values: `"<hex>"` is only the string
+ * `<hex>`, `n` only the number n. (`prev` is always a lowercase hex hash here, so `'"' + prev + '"'` is
+ * its canonical text.)
  */
 const verifiedHash = (line: string, n: number, prev: string): string | null => {
+  const canonical = readCanonicalRecordLine(line)
+  if (canonical !== null) {
+    if (canonical.prevHash !== '"' + prev + '"' || canonical.seq !== String(n)) return null
+    const hash = sha256Hex(HASH_PREFIX + canonical.withoutHash)
+    return canonical.hash === '"' + hash + '"' ? hash : null
+  }
   const read = canonicalizeObjectText(line, "hash", CHECKED_MEMBERS)
   if (read === null) return null
   const [hashText, prevText, seqText] = read.picked

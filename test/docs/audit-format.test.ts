@@ -23,6 +23,16 @@ describe("docs/audit-format.md worked example", () => {
     expect(block("text", 1).trim()).toBe(hash)
   })
 
+  it("its lines are canonical: the hashed text is the line without its hash member (the documented shortcut)", () => {
+    for (const line of block("jsonl").trimEnd().split("\n")) {
+      const record = JSON.parse(line) as Record<string, unknown>
+      expect(canonicalize(record)).toBe(line)
+      const { hash, ...rest } = record
+      expect(line.replace(`,"hash":${JSON.stringify(hash)}`, "")).toBe(canonicalize(rest))
+    }
+    expect(block("jsonl").trimEnd().split("\n")[0]!.replace(/,"hash":"[0-9a-f]{64}"/, "")).toBe(block("text", 0).trim())
+  })
+
   it("a tampered copy fails at the right index", () => {
     const lines = block("jsonl").trimEnd().split("\n")
     const rec = JSON.parse(lines[1]!) as { blocked: boolean }

@@ -1,0 +1,168 @@
+/**
+ * `readCanonicalRecordLine` against the reference: when it answers, the line is exactly the canonical
+ * text of its parsed value and `withoutHash` is the canonical text of that value without `hash`; it
+ * answers on every canonical record line it is meant to read; it refuses everything else.
+ */
+import { FastCheck as fc } from "effect"
+import { describe, expect, it } from "vitest"
+import { recordLine, sealRecord } from "../../src/domain/audit-chain.js"
+import { GENESIS_HASH } from "../../src/domain/audit-record.js"
+import { canonicalizeReference } from "../../src/domain/canonical-json.js"
+import { readCanonicalRecordLine } from "../../src/domain/canonical-line.js"
+import { decided } from "../../src/domain/verdict.js"
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** The reference answer: what the reader must say when it answers at all. */
+const expected = (line: string) => {
+  let value: unknown
+  try {
+    value = JSON.parse(line)
+  } catch {
+    return null
+  }
+  if (!isObject(value) || !Object.prototype.hasOwnProperty.call(value, "hash") || canonicalizeReference(value) !== line) return null
+  const { hash, ...rest } = value
+  const text = (v: unknown) => (v === undefined ? undefined : canonicalizeReference(v))
+  return { withoutHash: canonicalizeReference(rest), hash: text(hash), prevHash: text(value.prev_hash), seq: text(value.seq) }
+}
+
+const plainKeys = (v: unknown): boolean =>
+  Array.isArray(v) ? v.every(plainKeys) : isObject(v) ? Object.entries(v).every(([k, x]) => !/["\\\u0000-\u001f\ud800-\udfff]/.test(k) && plainKeys(x)) : true
+
+/** Exact or null, never a different answer. */
+const check = (line: string) => {
+  const got = readCanonicalRecordLine(line)
+  if (got !== null) expect(got, line).toEqual(expected(line))
+  return got
+}
+
+const keyArb = fc.oneof(fc.string({ maxLength: 5 }), fc.constantFrom("hash", "prev_hash", "seq", "a", "z", "__proto__", "10", "2", "é", "\u20ac"))
+const { value: valueArb } = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    fc.constantFrom(null, true, false, 0, -0, 1.5, 1e21, 1e-7, -3, 2 ** 53 + 2, 123456789012345, 1234567890123456, 0.1 + 0.2),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.integer(),
+    fc.string({ maxLength: 8 }),
+    fc.constantFrom("", "é\"\\\n\t\b\f\r", "\u0000\u001f\u007f", "\u2028\u2029", "\ud83d\ude00", "a\\u0041"),
+    fc.array(tie("value"), { maxLength: 4 }),
+    fc.dictionary(keyArb, tie("value"), { maxKeys: 5 })
+  )
+}))
+const recordArb = fc.tuple(fc.dictionary(keyArb, valueArb, { maxKeys: 6 }), fc.oneof(fc.hexaString({ minLength: 64, maxLength: 64 }), valueArb)).map(
+  ([members, hash]) => ({ ...members, hash })
+)
+
+describe("readCanonicalRecordLine", () => {
+  it("reads the canonical text of any record with a hash member, exactly", () => {
+    fc.assert(
+      fc.property(recordArb, (record) => {
+        const line = canonicalizeReference(record)
+        const got = check(line)
+        // it refuses only lone surrogates (none here), keys with escapes or surrogates, and very deep values
+        if (plainKeys(record)) expect(got, line).not.toBeNull()
+      }),
+      { numRuns: 1500 }
+    )
+  })
+
+  it("is exact or null on other spellings of the same records", () => {
+    fc.assert(
+      fc.property(recordArb, fc.constantFrom(0, 1), (record, indent) => {
+        check(JSON.stringify(record, null, indent))
+        check(JSON.stringify({ ...record, zz: 1, a: 0 }))
+        check(JSON.stringify(Object.fromEntries(Object.entries(record).reverse())))
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("reads a sealed call record's line, and refuses the spellings it must not trust", () => {
+    const verdict = decided({ judge: "j", kind: "llm_json", model: "m", version: "v" }, "deny", { reason: 'rm "x"\n', raw: '{"decision":"deny"}' })
+    const record = sealRecord(
+      {
+        type: "call",
+        run_id: "r",
+        request_id: "q",
+        episode_id: null,
+        session_id: null,
+        principal: null,
+        agent_model: "m",
+        arm: "enforce",
+        judge: "j",
+        stream: false,
+        choice_index: 0,
+        call_index: 0,
+        tool_call_id: "c",
+        tool: { name: "t", description: "d", parameters: null, arguments: { hash: "nested", seq: 9, cmd: "a\u0001b" } },
+        verdict,
+        layers: [verdict],
+        effective_decision: "deny",
+        blocked: true,
+        fail_policy: "closed",
+        approval: "automatic",
+        outcome: null,
+        gate_ms: 1.25
+      },
+      { seq: 7, ts: "2026-11-30T12:00:00.000Z", prev_hash: GENESIS_HASH }
+    )
+    const line = recordLine(record)
+    const got = check(line)
+    expect(got).toMatchObject({ hash: `"${record.hash}"`, prevHash: `"${GENESIS_HASH}"`, seq: "7" })
+    // the nested "hash" and "seq" of the arguments are not the record's
+    expect(got!.withoutHash).toContain('"hash":"nested"')
+    const refused = [
+      line.replace('"gate_ms":1.25', '"gate_ms":1.250'),
+      line.replace('"seq":7', '"seq":7.0'),
+      line.replace('"seq":7', '"seq":-0'),
+      line.replace('"call_index":0', '"call_index":-0'),
+      line.replace('"call_index":0', '"call_index":00'),
+      line.replace('"blocked":true', '"blocked" : true'),
+      line.replace(/,"blocked":true/, "").replace('"approval"', '"blocked":true,"approval"'),
+      line.replace('"arm":"enforce"', '"arm":"enforce","arm":"enforce"'),
+      line.replace('"arm":"enforce"', '"arm":"\\u0065nforce"'),
+      line.replace('"arm":"enforce"', '"\\u0061rm":"enforce"'),
+      line.replace("a\\u0001b", "a\u0001b"),
+      line.replace("a\\u0001b", "a\\u001Fb"),
+      line.replace('\\n"', '\\u000a"'),
+      line.replace('"d"', '"\\/"'),
+      line.replace('"d"', '"\ud800"'),
+      line.replace('"d"', '"\\ud800"'),
+      line + " ",
+      line + "\r",
+      " " + line,
+      line.slice(0, -1),
+      line.replace(/"hash":"[0-9a-f]{64}",/, "")
+    ]
+    for (const bad of refused) {
+      expect(bad, "the variant differs from the line").not.toBe(line)
+      expect(check(bad), bad).toBeNull()
+    }
+    // a surrogate pair is written literally, and read
+    expect(check(line.replace('"d"', '"\ud83d\ude00"'))).not.toBeNull()
+    // the hash member first, last, alone
+    expect(check(`{"hash":"h","prev_hash":"p"}`)).toMatchObject({ withoutHash: `{"prev_hash":"p"}` })
+    expect(check(`{"a":1,"hash":"h"}`)).toMatchObject({ withoutHash: `{"a":1}` })
+    expect(check(`{"hash":"h"}`)).toMatchObject({ withoutHash: `{}`, prevHash: undefined, seq: undefined })
+    expect(check(`{"a":1}`)).toBeNull()
+    // deep values are left to the general path
+    expect(check(`{"a":${"[".repeat(100)}${"]".repeat(100)},"hash":"h"}`)).toBeNull()
+  })
+
+  it("never answers differently from the reference on mangled lines", () => {
+    const line = canonicalizeReference({ a: [1, -2.5, "x\"y"], hash: "h", n: { k: null, l: true }, prev_hash: "p", seq: 12, z: "é\n" })
+    const alphabet = ['"', "\\", "{", "}", "[", "]", ",", ":", " ", "0", "1", "-", ".", "e", "E", "+", "a", "u", "\\u0041", '\\"', "\t", "\ud800"]
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(line.length), fc.nat(3), fc.constantFrom(...alphabet)), { minLength: 1, maxLength: 3 }), (edits) => {
+        let s = line
+        for (const [at, len, insert] of edits) {
+          const i = at % (s.length + 1)
+          s = s.slice(0, i) + insert + s.slice(i + (len % 3))
+        }
+        check(s)
+      }),
+      { numRuns: 3000 }
+    )
+  })
+})
