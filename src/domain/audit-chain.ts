@@ -18,7 +18,7 @@ import { createHash, hash as sha256Once } from "node:crypto"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import type { AuditEntry, Sealed } from "./audit-record.js"
 import { canonicalize, canonicalizeAround, canonicalizeObjectText, canonicalizeWithout, quoteJson } from "./canonical-json.js"
-import { readCanonicalRecordLine } from "./canonical-line.js"
+import { asciiSlice, readCanonicalRecordLine } from "./canonical-line.js"
 
 /** Lowercase hex SHA-256 of the UTF-8 bytes of `text` (one-shot `crypto.hash` where Node has it). */
 const sha256Hex: (text: string) => string =
@@ -187,22 +187,13 @@ const checkRecord = (rec: Record<string, unknown>, n: number, prev: string): str
 const CHECKED_MEMBERS = ["hash", "prev_hash", "seq"] as const
 
 /**
- * The fast checks of one record line: the record's hash when the line is a record that verifies at
- * position `n` after `prev`, else null (the line is then checked the reference way, which says why).
- *
- * First as a canonical line (what the sink writes): the hashed text is the line without its `hash`
- * member. Otherwise the canonical text is read from the line (`canonicalizeObjectText`, exact where it
- * answers). Both compare canonical texts, which is comparing values: `"<hex>"` is only the string
- * `<hex>`, `n` only the number n. (`prev` is always a lowercase hex hash here, so `'"' + prev + '"'` is
- * its canonical text.)
+ * The fast check of one record line's text: the record's hash when the line is a record that verifies
+ * at position `n` after `prev`, else null (the line is then checked the reference way, which says why).
+ * The canonical text is read from the line (`canonicalizeObjectText`, exact where it answers); comparing
+ * canonical texts is comparing values: `"<hex>"` is only the string `<hex>`, `n` only the number n.
+ * (`prev` is always a lowercase hex hash here, so `'"' + prev + '"'` is its canonical text.)
  */
 const verifiedHash = (line: string, n: number, prev: string): string | null => {
-  const canonical = readCanonicalRecordLine(line)
-  if (canonical !== null) {
-    if (canonical.prevHash !== '"' + prev + '"' || canonical.seq !== String(n)) return null
-    const hash = sha256Hex(HASH_PREFIX + canonical.withoutHash)
-    return canonical.hash === '"' + hash + '"' ? hash : null
-  }
   const read = canonicalizeObjectText(line, "hash", CHECKED_MEMBERS)
   if (read === null) return null
   const [hashText, prevText, seqText] = read.picked
@@ -211,10 +202,49 @@ const verifiedHash = (line: string, n: number, prev: string): string | null => {
   return hashText === '"' + hash + '"' ? hash : null
 }
 
+/** A record line's text checked at position `n` after `prev`: its hash, or why it fails. */
+const checkLine = (line: string, n: number, prev: string): { readonly hash: string } | string => {
+  const fast = verifiedHash(line, n, prev)
+  if (fast !== null) return { hash: fast }
+  let rec: unknown
+  try {
+    rec = JSON.parse(line)
+  } catch {
+    return "not valid JSON"
+  }
+  if (!isObject(rec)) return "not a JSON object"
+  return checkRecord(rec, n, prev) ?? { hash: rec.hash as string }
+}
+
+const PREFIX_BYTES = Buffer.from(HASH_PREFIX, "utf8")
+let scratch = Buffer.alloc(1 << 16)
+
+/**
+ * The fastest check, for a line written in canonical form (what the sink writes): the hashed text is
+ * the line without its `hash` member, hashed from the file's bytes. The hash when the line verifies at
+ * `n` after `prev`, else null (the line is then decoded and checked by {@link checkLine}).
+ */
+const verifiedCanonicalHash = (bytes: Buffer, start: number, end: number, n: number, prev: string): string | null => {
+  const r = readCanonicalRecordLine(bytes, start, end)
+  if (r === null) return null
+  if (r.prevEnd - r.prevStart !== prev.length + 2 || asciiSlice(bytes, r.prevStart + 1, r.prevEnd - 1) !== prev) return null
+  if (asciiSlice(bytes, r.seqStart, r.seqEnd) !== String(n)) return null
+  const size = PREFIX_BYTES.length + (end - start) - (r.cutTo - r.cutFrom)
+  if (scratch.length < size) scratch = Buffer.alloc(Math.max(size, scratch.length * 2))
+  PREFIX_BYTES.copy(scratch, 0)
+  let at = PREFIX_BYTES.length
+  at += bytes.copy(scratch, at, start, r.cutFrom)
+  at += bytes.copy(scratch, at, r.cutTo, end)
+  const hash = sha256Once === undefined ? createHash("sha256").update(scratch.subarray(0, at)).digest("hex") : sha256Once("sha256", scratch.subarray(0, at), "hex")
+  return r.hashEnd - r.hashStart === hash.length + 2 && asciiSlice(bytes, r.hashStart + 1, r.hashEnd - 1) === hash ? hash : null
+}
+
+const TORN = "torn last line (incomplete write)"
+
 /**
  * Verify a whole audit file's text from genesis. Blank lines are skipped; a last line without a
  * trailing newline fails as torn (after every complete record before it verified). Pure and on one
- * thread; each line takes the fast check first and, when that does not confirm it, the reference
+ * thread; each line takes the fast checks first and, when they do not confirm it, the reference
  * check (JSON.parse + {@link recordHash}), which gives every failure its message.
  */
 export const verifyChainText = (text: string): VerifyResult => verifyChain(text, null)
@@ -223,7 +253,11 @@ export const verifyChainText = (text: string): VerifyResult => verifyChain(text,
  * {@link verifyChainText}, also pushing the hash of each record that verified onto `hashes` (in order:
  * `hashes[i]` is record i + 1's, for the `records` that verified).
  */
-export const verifyChain = (text: string, hashes: Array<string> | null): VerifyResult => {
+export const verifyChain = (text: string, hashes: Array<string> | null): VerifyResult =>
+  // a text with lone surrogates has no UTF-8 form to read: its lines are checked as text
+  text.isWellFormed() ? verifyChainBytes(Buffer.from(text, "utf8"), hashes) : verifyChainLines(text, hashes)
+
+const verifyChainLines = (text: string, hashes: Array<string> | null): VerifyResult => {
   const lines = text.split("\n")
   // the segment after the last "\n" is "" for a well-terminated file, else a torn line
   const tail = lines.pop() ?? ""
@@ -233,25 +267,44 @@ export const verifyChain = (text: string, hashes: Array<string> | null): VerifyR
     // a record line starts with "{"; anything else may be blank
     if (line.charCodeAt(0) !== 123 && line.trim() === "") continue
     n++
-    const fast = verifiedHash(line, n, prev)
-    if (fast !== null) {
-      prev = fast
-      hashes?.push(fast)
-      continue
-    }
-    let rec: unknown
-    try {
-      rec = JSON.parse(line)
-    } catch {
-      return failAt(n, "not valid JSON")
-    }
-    if (!isObject(rec)) return failAt(n, "not a JSON object")
-    const problem = checkRecord(rec, n, prev)
-    if (problem !== null) return failAt(n, problem)
-    prev = rec.hash as string
+    const checked = checkLine(line, n, prev)
+    if (typeof checked === "string") return failAt(n, checked)
+    prev = checked.hash
     hashes?.push(prev)
   }
-  if (tail !== "") return failAt(n + 1, "torn last line (incomplete write)", true)
+  if (tail !== "") return failAt(n + 1, TORN, true)
+  return { ok: true, records: n, index: null, message: "ok", torn: false }
+}
+
+/**
+ * {@link verifyChain} over a file's bytes (UTF-8), without decoding the lines written in canonical
+ * form; other lines are decoded (as `fs.readFile(file, "utf8")` would) and checked as text.
+ */
+export const verifyChainBytes = (bytes: Buffer, hashes: Array<string> | null): VerifyResult => {
+  let prev = GENESIS_HASH
+  let n = 0
+  let start = 0
+  for (;;) {
+    const end = bytes.indexOf(10, start)
+    if (end < 0) break
+    const first = bytes[start]
+    // a record line starts with "{"; anything else may be blank
+    if (first !== 123 && bytes.toString("utf8", start, end).trim() === "") {
+      start = end + 1
+      continue
+    }
+    n++
+    let hash = verifiedCanonicalHash(bytes, start, end, n, prev)
+    if (hash === null) {
+      const checked = checkLine(bytes.toString("utf8", start, end), n, prev)
+      if (typeof checked === "string") return failAt(n, checked)
+      hash = checked.hash
+    }
+    prev = hash
+    hashes?.push(hash)
+    start = end + 1
+  }
+  if (start < bytes.length) return failAt(n + 1, TORN, true)
   return { ok: true, records: n, index: null, message: "ok", torn: false }
 }
 

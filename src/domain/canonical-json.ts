@@ -325,34 +325,36 @@ export const canonicalizeWithout = (obj: object, omit: string): string => {
  * @throws CanonicalJsonError as {@link canonicalize}.
  */
 export const canonicalizeAround = (obj: object, extra: ReadonlyArray<readonly [string, string | null]>): Array<string> | null => {
-  const shape = shapeOf(Object.keys(obj))
+  const ownKeys = Object.keys(obj)
+  const shape = shapeOf(ownKeys)
   const keys = shape.keys
-  for (const [k] of extra) if (keys.includes(k)) return null
+  for (let x = 0; x < extra.length; x++) if (keys.includes(extra[x]![0])) return null
+  const values: ReadonlyArray<unknown> = Object.values(obj)
+  const aligned = values.length === ownKeys.length
+  const order = shape.order
   const cuts: Array<string> = []
-  // the pieces since the last cut, joined once: flat strings hash faster than ropes
-  let run: Array<string> = ["{"]
+  let out = "{"
   let comma = false
   let x = 0
   for (let j = 0; j <= keys.length; j++) {
     const k = j < keys.length ? keys[j]! : null
     for (; x < extra.length && (k === null || extra[x]![0] < k); x++) {
       const [ek, ev] = extra[x]!
-      run.push(comma ? "," : "", str(ek), ":")
+      out += (comma ? "," : "") + str(ek) + ":"
       comma = true
-      if (ev !== null) run.push(ev)
+      if (ev !== null) out += ev
       else {
-        cuts.push(run.join(""))
-        run = []
+        cuts.push(out)
+        out = ""
       }
     }
     if (k === null) break
-    const v = prepare((obj as Record<string, unknown>)[k], k)
+    const v = prepare(aligned ? values[order[j]!] : (obj as Record<string, unknown>)[k], k)
     if (isOmitted(v)) continue
-    run.push(comma ? shape.commaHeads[j]! : shape.heads[j]!, canon(v, k, 1))
+    out += (comma ? shape.commaHeads[j]! : shape.heads[j]!) + canon(v, k, 1)
     comma = true
   }
-  run.push("}")
-  cuts.push(run.join(""))
+  cuts.push(out + "}")
   return cuts
 }
 

@@ -1,30 +1,35 @@
 /**
  * Reading a record line that is already in canonical form (RFC 8785, as `canonicalize` writes it),
- * without building its value: what verification does with the lines the file sink writes.
+ * straight from the file's bytes and without building its value: what verification does with the
+ * lines the file sink writes.
  *
- * A line is accepted only when it is exactly `canonicalize(JSON.parse(line))`: one JSON object, no
- * whitespace, members sorted by UTF-16 code units with no duplicate, every string spelled as
+ * A line is accepted only when it is ASCII and exactly `canonicalize(JSON.parse(line))`: one JSON
+ * object, no whitespace, members sorted by code units with no duplicate, every string spelled as
  * `JSON.stringify` spells it, every number as `String(number)` spells it. For such a line, the
- * canonical text of the record without its top-level `hash` member is the line with that member cut
- * out, so the record's hash is one SHA-256 over a slice of the line.
+ * canonical text of the record without its top-level `hash` member is the line with that member
+ * (and one adjacent comma) cut out, so the record's hash is one SHA-256 over two slices of the line.
  *
- * Anything else (another member order, whitespace, `1.0`, escapes JSON.stringify would not write,
- * surrogates, keys with escapes, deep nesting) gives null, and the caller takes the general path
- * (parse, canonicalize). The reader is conservative, never approximate: when it answers, the answer
- * is the one the general path would give.
+ * Anything else (non-ASCII bytes, another member order, whitespace, `1.0`, escapes JSON.stringify
+ * would not write, keys with escapes, deep nesting) gives null, and the caller takes the general
+ * path (decode, parse, canonicalize). The reader is conservative, never approximate: when it
+ * answers, the answer is the one the general path would give.
  */
 
 /** Nesting deeper than this is left to the general path (which has its own limit). */
 const MAX_LINE_DEPTH = 64
 
-/** The top-level members a record line is read for, as text ranges of the line. */
+/** Byte ranges of one canonical record line (`[start, end)` offsets into the buffer). */
 export interface CanonicalRecordLine {
-  /** the line without its top-level `hash` member: the canonical text of the record without `hash` */
-  readonly withoutHash: string
-  /** the JSON text of the top-level `hash`, `prev_hash` and `seq` values (undefined when absent) */
-  readonly hash: string | undefined
-  readonly prevHash: string | undefined
-  readonly seq: string | undefined
+  /** the top-level `hash` member with one adjacent comma: the line without it is the hashed text */
+  readonly cutFrom: number
+  readonly cutTo: number
+  /** the JSON text of the top-level `hash`, `prev_hash` and `seq` values; -1 when absent */
+  readonly hashStart: number
+  readonly hashEnd: number
+  readonly prevStart: number
+  readonly prevEnd: number
+  readonly seqStart: number
+  readonly seqEnd: number
 }
 
 /** Thrown inside the reader when the line is not canonical (caught at the top; never escapes). */
@@ -33,190 +38,217 @@ const reject = (): never => {
   throw NOT_CANONICAL
 }
 
-/** The end (index after the closing quote) of the canonical string starting at `i` (a `"`). */
-const stringEnd = (s: string, i: number): number => {
+// byte classes inside a string: 0 a character written as it stands, 1 `"`, 2 `\`, 3 a control or non-ASCII byte
+const PLAIN = 0
+const QUOTE = 1
+const BACKSLASH = 2
+const STRING_CLASS = new Uint8Array(256).map((_, b) => (b === 0x22 ? QUOTE : b === 0x5c ? BACKSLASH : b < 0x20 || b >= 0x80 ? 3 : PLAIN))
+/** the short escapes JSON.stringify writes: \" \\ \b \f \n \r \t */
+const SHORT_ESCAPE = new Uint8Array(256).map((_, b) => (b === 0x22 || b === 0x5c || b === 0x62 || b === 0x66 || b === 0x6e || b === 0x72 || b === 0x74 ? 1 : 0))
+
+const hexValue = (b: number): number => (b >= 48 && b <= 57 ? b - 48 : b >= 97 && b <= 102 ? b - 87 : -1)
+
+/** The end (offset after the closing quote) of the canonical string starting at `i` (a `"`). */
+const stringEnd = (s: Buffer, i: number, end: number): number => {
   let k = i + 1
-  const n = s.length
-  while (k < n) {
-    const c = s.charCodeAt(k)
-    if (c === 34) return k + 1
-    if (c < 32) return reject()
-    if (c === 92) {
-      const e = s.charCodeAt(k + 1)
-      // the short escapes JSON.stringify writes: \" \\ \b \f \n \r \t
-      if (e === 34 || e === 92 || e === 98 || e === 102 || e === 110 || e === 114 || e === 116) {
-        k += 2
+  for (;;) {
+    while (k < end && STRING_CLASS[s[k]!] === PLAIN) k++
+    if (k >= end) return reject()
+    const c = STRING_CLASS[s[k]!]
+    if (c === QUOTE) return k + 1
+    if (c !== BACKSLASH) return reject()
+    const e = s[k + 1]!
+    if (SHORT_ESCAPE[e] === 1) {
+      k += 2
+      continue
+    }
+    // \u00xx (lowercase hex) only for the controls without a short escape; \uXXXX for surrogates is left to the general path
+    if (e === 0x75 && s[k + 2] === 48 && s[k + 3] === 48 && (s[k + 4] === 48 || s[k + 4] === 49) && k + 6 <= end) {
+      const low = hexValue(s[k + 5]!)
+      const code = (s[k + 4]! - 48) * 16 + low
+      if (low >= 0 && code !== 8 && code !== 9 && code !== 10 && code !== 12 && code !== 13) {
+        k += 6
         continue
       }
-      // \u00xx (lowercase hex) only for the controls without a short escape; lone surrogates are left to the general path
-      if (e === 117 && s.charCodeAt(k + 2) === 48 && s.charCodeAt(k + 3) === 48) {
-        const hi = s.charCodeAt(k + 4)
-        const lo = s.charCodeAt(k + 5)
-        const low = lo >= 48 && lo <= 57 ? lo - 48 : lo >= 97 && lo <= 102 ? lo - 87 : -1
-        if ((hi === 48 || hi === 49) && low >= 0) {
-          const code = (hi - 48) * 16 + low
-          if (code !== 8 && code !== 9 && code !== 10 && code !== 12 && code !== 13) {
-            k += 6
-            continue
-          }
-        }
-      }
-      return reject()
     }
-    if (c >= 0xd800 && c <= 0xdfff) {
-      // a pair is written literally; a lone surrogate would have been escaped
-      const d = s.charCodeAt(k + 1)
-      if (c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
-        k += 2
-        continue
-      }
-      return reject()
-    }
-    k++
+    return reject()
   }
-  return reject()
 }
 
-const isDigit = (c: number): boolean => c >= 48 && c <= 57
+const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 48 && c <= 57
+
+/**
+ * `[first, end)` (its point at `dot`) is `int.frac` as `String(number)` writes it: at most 15
+ * significant digits (so it is the only such decimal for its double, hence the shortest), no trailing
+ * zero, and for `0.…` at most 5 zeros after the point (from 1e-7 on, numbers are written with an
+ * exponent). False leaves it to `String(Number(text))`.
+ */
+const shortDecimal = (s: Buffer, first: number, dot: number, end: number): boolean => {
+  if (s[end - 1] === 48) return false
+  if (s[first] !== 48) return end - first - 1 <= 15
+  let z = dot + 1
+  while (s[z] === 48) z++
+  return z - dot - 1 <= 5 && end - z <= 15
+}
 
 /** The end of the canonical number starting at `i`. */
-const numberEnd = (s: string, i: number): number => {
+const numberEnd = (s: Buffer, i: number, end: number): number => {
   let k = i
-  if (s.charCodeAt(k) === 45) k++
+  if (s[k] === 45) k++
   const first = k
-  while (isDigit(s.charCodeAt(k))) k++
-  if (k === first || (s.charCodeAt(first) === 48 && k - first > 1)) return reject()
-  let plain = true
-  if (s.charCodeAt(k) === 46) {
-    plain = false
+  while (k < end && isDigit(s[k])) k++
+  if (k === first || (s[first] === 48 && k - first > 1)) return reject()
+  let dot = -1
+  if (k < end && s[k] === 46) {
+    dot = k
     k++
+    while (k < end && isDigit(s[k])) k++
+    if (k === dot + 1) return reject()
+  }
+  let exponent = false
+  if (k < end && (s[k] === 101 || s[k] === 69)) {
+    exponent = true
+    k++
+    if (k < end && (s[k] === 43 || s[k] === 45)) k++
     const f = k
-    while (isDigit(s.charCodeAt(k))) k++
+    while (k < end && isDigit(s[k])) k++
     if (k === f) return reject()
   }
-  const e = s.charCodeAt(k)
-  if (e === 101 || e === 69) {
-    plain = false
-    k++
-    const sign = s.charCodeAt(k)
-    if (sign === 43 || sign === 45) k++
-    const f = k
-    while (isDigit(s.charCodeAt(k))) k++
-    if (k === f) return reject()
+  if (!exponent) {
+    // short integers are canonical as they stand, except -0
+    if (dot < 0 && k - first <= 15) return k - i === 2 && s[i] === 45 && s[first] === 48 ? reject() : k
+    if (dot >= 0 && shortDecimal(s, first, dot, k)) return k
   }
-  // short integers are canonical as they stand, except -0; anything else must be String(Number(text))
-  if (plain && k - first <= 15) {
-    if (k - i === 2 && s.charCodeAt(i) === 45 && s.charCodeAt(first) === 48) return reject()
-    return k
-  }
-  const text = s.slice(i, k)
+  // anything else must be String(Number(text))
+  const text = s.toString("latin1", i, k)
   return String(Number(text)) === text ? k : reject()
 }
 
-const startsAt = (s: string, i: number, word: string): boolean => s.startsWith(word, i)
+/** `word` (ASCII) at offset `i`. */
+const bytesAre = (s: Buffer, i: number, end: number, word: string): boolean => {
+  if (i + word.length > end) return false
+  for (let j = 0; j < word.length; j++) if (s[i + j] !== word.charCodeAt(j)) return false
+  return true
+}
 
 /** The end of the canonical value starting at `i`. */
-const valueEnd = (s: string, i: number, depth: number): number => {
-  const c = s.charCodeAt(i)
-  if (c === 34) return stringEnd(s, i)
-  if (c === 123) return objectEnd(s, i, depth + 1)
-  if (c === 91) return arrayEnd(s, i, depth + 1)
-  if (c === 45 || isDigit(c)) return numberEnd(s, i)
-  if (c === 116) return startsAt(s, i, "true") ? i + 4 : reject()
-  if (c === 102) return startsAt(s, i, "false") ? i + 5 : reject()
-  if (c === 110) return startsAt(s, i, "null") ? i + 4 : reject()
+const valueEnd = (s: Buffer, i: number, end: number, depth: number): number => {
+  const c = s[i]
+  if (c === 0x22) return stringEnd(s, i, end)
+  if (c === 0x7b) return objectEnd(s, i, end, depth + 1)
+  if (c === 0x5b) return arrayEnd(s, i, end, depth + 1)
+  if (c === 45 || isDigit(c)) return numberEnd(s, i, end)
+  if (c === 0x74) return bytesAre(s, i, end, "true") ? i + 4 : reject()
+  if (c === 0x66) return bytesAre(s, i, end, "false") ? i + 5 : reject()
+  if (c === 0x6e) return bytesAre(s, i, end, "null") ? i + 4 : reject()
   return reject()
 }
 
-const arrayEnd = (s: string, i: number, depth: number): number => {
+const arrayEnd = (s: Buffer, i: number, end: number, depth: number): number => {
   if (depth > MAX_LINE_DEPTH) return reject()
   let k = i + 1
-  if (s.charCodeAt(k) === 93) return k + 1
+  if (s[k] === 0x5d && k < end) return k + 1
   for (;;) {
-    k = valueEnd(s, k, depth)
-    const c = s.charCodeAt(k)
-    if (c === 93) return k + 1
-    if (c !== 44) return reject()
+    k = valueEnd(s, k, end, depth)
+    const c = s[k]
+    if (c === 0x5d && k < end) return k + 1
+    if (c !== 0x2c || k >= end) return reject()
     k++
   }
 }
 
 /** A key at `k` (a `"`): its end; keys with escapes are left to the general path (their order needs the decoded text). */
-const keyEnd = (s: string, k: number): number => {
-  if (s.charCodeAt(k) !== 34) return reject()
-  const q = s.indexOf('"', k + 1)
-  if (q < 0) return reject()
-  for (let j = k + 1; j < q; j++) {
-    const c = s.charCodeAt(j)
-    if (c === 92 || c < 32 || (c >= 0xd800 && c <= 0xdfff)) return reject()
-  }
-  return q + 1
+const keyEnd = (s: Buffer, k: number, end: number): number => {
+  if (s[k] !== 0x22) return reject()
+  let j = k + 1
+  while (j < end && STRING_CLASS[s[j]!] === PLAIN) j++
+  return j < end && s[j] === 0x22 ? j + 1 : reject()
 }
 
-const objectEnd = (s: string, i: number, depth: number): number => {
-  if (depth > MAX_LINE_DEPTH) return reject()
-  let k = i + 1
-  if (s.charCodeAt(k) === 125) return k + 1
-  let prev: string | null = null
-  for (;;) {
-    const ke = keyEnd(s, k)
-    const key = s.slice(k + 1, ke - 1)
-    // strictly increasing by code units: sorted, and no duplicate
-    if (prev !== null && !(prev < key)) return reject()
-    prev = key
-    if (s.charCodeAt(ke) !== 58) return reject()
-    k = valueEnd(s, ke + 1, depth)
-    const c = s.charCodeAt(k)
-    if (c === 125) return k + 1
-    if (c !== 44) return reject()
-    k++
+/** Keys `[a, aEnd)` < `[b, bEnd)` by code units (ASCII bytes compare as code units). */
+const keyBefore = (s: Buffer, a: number, aEnd: number, b: number, bEnd: number): boolean => {
+  const n = Math.min(aEnd - a, bEnd - b)
+  for (let j = 0; j < n; j++) {
+    const x = s[a + j]!
+    const y = s[b + j]!
+    if (x !== y) return x < y
   }
+  return aEnd - a < bEnd - b
 }
 
 /**
- * The record line read as canonical text, or null when `line` is not exactly the canonical form of
- * a JSON object that has a top-level `hash` member.
+ * Walk an object's members from `i` (its `{`): keys strictly increasing (sorted, no duplicate);
+ * `member(keyStart, keyEnd, valueStart, valueEnd)` sees each one (keys with their quotes). Returns
+ * the offset after the `}`.
  */
-export const readCanonicalRecordLine = (line: string): CanonicalRecordLine | null => {
-  if (line.charCodeAt(0) !== 123) return null
+const walkObject = (
+  s: Buffer,
+  i: number,
+  end: number,
+  depth: number,
+  member: ((keyStart: number, keyEnd: number, valueStart: number, valueEnd: number) => void) | null
+): number => {
+  if (depth > MAX_LINE_DEPTH) return reject()
+  let k = i + 1
+  if (s[k] === 0x7d && k < end) return k + 1
+  let prevKey = -1
+  let prevKeyEnd = -1
+  for (;;) {
+    const ke = keyEnd(s, k, end)
+    if (prevKey >= 0 && !keyBefore(s, prevKey + 1, prevKeyEnd - 1, k + 1, ke - 1)) return reject()
+    prevKey = k
+    prevKeyEnd = ke
+    if (s[ke] !== 0x3a) return reject()
+    const ve = valueEnd(s, ke + 1, end, depth)
+    if (member !== null) member(k, ke, ke + 1, ve)
+    const c = s[ve]
+    if (c === 0x7d && ve < end) return ve + 1
+    if (c !== 0x2c || ve >= end) return reject()
+    k = ve + 1
+  }
+}
+
+const objectEnd = (s: Buffer, i: number, end: number, depth: number): number => walkObject(s, i, end, depth, null)
+
+/**
+ * The line `[start, end)` of `bytes` read as a canonical record line, or null when it is not exactly
+ * the canonical form (in ASCII) of a JSON object with a top-level `hash` member.
+ */
+export const readCanonicalRecordLine = (bytes: Buffer, start: number, end: number): CanonicalRecordLine | null => {
+  if (end - start < 2 || bytes[start] !== 0x7b) return null
+  let cutFrom = -1
+  let cutTo = -1
+  let hashStart = -1
+  let hashEnd = -1
+  let prevStart = -1
+  let prevEnd = -1
+  let seqStart = -1
+  let seqEnd = -1
   try {
-    let hash: string | undefined
-    let prevHash: string | undefined
-    let seq: string | undefined
-    /** where the hash member starts (its leading comma, or its key for the first member) and ends */
-    let cutFrom = -1
-    let cutTo = -1
-    let k = 1
-    if (line.charCodeAt(k) === 125) return null
-    let prev: string | null = null
-    for (;;) {
-      const memberStart = k
-      const ke = keyEnd(line, k)
-      const key = line.slice(k + 1, ke - 1)
-      if (prev !== null && !(prev < key)) return null
-      prev = key
-      if (line.charCodeAt(ke) !== 58) return null
-      const v = ke + 1
-      k = valueEnd(line, v, 1)
-      if (key === "hash") {
-        hash = line.slice(v, k)
+    const after = walkObject(bytes, start, end, 1, (k, ke, v, ve) => {
+      const length = ke - k
+      if (length === 6 && bytesAre(bytes, k, ke, '"hash"')) {
+        hashStart = v
+        hashEnd = ve
         // cut the member with the comma before it; the first member takes the comma after it
-        cutFrom = memberStart === 1 ? 1 : memberStart - 1
-        cutTo = memberStart === 1 && line.charCodeAt(k) === 44 ? k + 1 : k
-      } else if (key === "prev_hash") prevHash = line.slice(v, k)
-      else if (key === "seq") seq = line.slice(v, k)
-      const c = line.charCodeAt(k)
-      if (c === 125) {
-        if (k + 1 !== line.length) return null
-        break
+        const first = k === start + 1
+        cutFrom = first ? k : k - 1
+        cutTo = first && bytes[ve] === 0x2c ? ve + 1 : ve
+      } else if (length === 11 && bytesAre(bytes, k, ke, '"prev_hash"')) {
+        prevStart = v
+        prevEnd = ve
+      } else if (length === 5 && bytesAre(bytes, k, ke, '"seq"')) {
+        seqStart = v
+        seqEnd = ve
       }
-      if (c !== 44) return null
-      k++
-    }
-    if (cutFrom < 0) return null
-    return { withoutHash: line.slice(0, cutFrom) + line.slice(cutTo), hash, prevHash, seq }
+    })
+    if (after !== end || cutFrom < 0) return null
   } catch (e) {
     if (e === NOT_CANONICAL) return null
     throw e
   }
+  return { cutFrom, cutTo, hashStart, hashEnd, prevStart, prevEnd, seqStart, seqEnd }
 }
+
+/** The bytes `[from, to)` as a string (the line is ASCII where the reader answered). */
+export const asciiSlice = (bytes: Buffer, from: number, to: number): string => (from < 0 ? "" : bytes.toString("latin1", from, to))
