@@ -19,8 +19,10 @@ import type { Scope } from "effect"
 import * as fs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
 import * as path from "node:path"
-import { GENESIS_TIP, lastRecordOf, preparedRecord, prepareEntry, recordLine, sealPrepared, sealRecord, verifyChainText } from "../src/domain/audit-chain.js"
-import type { ChainPosition, ChainTip, PreparedEntry, VerifyResult } from "../src/domain/audit-chain.js"
+import { GENESIS_TIP, lastRecordOf, preparedRecord, prepareEntry, recordLine, sealPrepared, sealRecord } from "../src/domain/audit-chain.js"
+import type { VerifyResult } from "../src/domain/chain-verify.js"
+import { readShared, verifyChainParallel } from "./chain-workers.js"
+import type { ChainPosition, ChainTip, PreparedEntry } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
 import { makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
 
@@ -304,6 +306,19 @@ export interface FileSinkOptions {
   readonly signer?: Signer | null
 }
 
+/** A batch written to the file whose sync is under way. */
+interface InFlight {
+  readonly sealed: ReadonlyArray<Pending>
+  readonly positions: ReadonlyArray<ChainPosition & { readonly hash: string }>
+  /** the file's tip after this batch */
+  readonly tip: ChainTip
+  /** null once the batch is durable, else why its sync failed */
+  readonly synced: Promise<unknown>
+}
+
+/** syncs under way at once per file (group commit pipelined two deep) */
+const MAX_IN_FLIGHT = 2
+
 interface FileState {
   readonly file: string
   /** `<name>.anchor.jsonl` beside the file */
@@ -411,11 +426,11 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         return handle
       })
 
-    /** Append a checkpoint of the current tip to the anchor file (nothing when already covered). */
-    const writeCheckpoint = (st: FileState): Effect.Effect<void, AuditWriteError> =>
+    /** Append a checkpoint of `tip` (by default the file's, all of it durable) to the anchor file (nothing when already covered). */
+    const writeCheckpoint = (st: FileState, tip: ChainTip = st.tip): Effect.Effect<void, AuditWriteError> =>
       Effect.suspend(() => {
-        if (st.tip.seq === 0 || st.tip.seq <= st.checkpointed) return Effect.void
-        const c = makeCheckpoint({ file: path.basename(st.file), seq: st.tip.seq, head: st.tip.hash, ts: new Date().toISOString() }, signer)
+        if (tip.seq === 0 || tip.seq <= st.checkpointed) return Effect.void
+        const c = makeCheckpoint({ file: path.basename(st.file), seq: tip.seq, head: tip.hash, ts: new Date().toISOString() }, signer)
         return appendDurably(st.anchor, JSON.stringify(c) + "\n", fsync !== "never").pipe(
           Effect.map(() => void (st.checkpointed = c.seq))
         )
@@ -429,8 +444,11 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         return fh === null ? Effect.void : closeQuietly(fh)
       })
 
-    /** Seal, write and sync one batch; every pending append of the batch is completed. */
-    const writeBatch = (st: FileState, batch: ReadonlyArray<Pending>) =>
+    /**
+     * Seal and write one batch, and start its sync: the batch in flight, or null when none of it was
+     * written (its appends are then completed with the error).
+     */
+    const writeBatch = (st: FileState, batch: ReadonlyArray<Pending>): Effect.Effect<InFlight | null> =>
       Effect.gen(function* () {
         if (closed) return yield* fail(st, "the audit sink is closed")
         const handle = st.handle ?? (yield* open(st))
@@ -456,39 +474,69 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
             complete(p, Effect.fail(fail(st, `record cannot be hashed: ${reasonOf(cause)}`, cause)))
           }
         }
-        if (sealed.length === 0) return
+        if (sealed.length === 0) return null
         const bytes = Buffer.from(lines.join(""), "utf8")
         yield* Effect.tryPromise({
           try: async () => {
             const { bytesWritten } = await handle.write(bytes, 0, bytes.length, null)
             if (bytesWritten !== bytes.length) throw new Error(`short write: ${bytesWritten} of ${bytes.length} bytes`)
-            if (fsync !== "never") await handle.datasync()
           },
           catch: (cause) => fail(st, `write failed: ${reasonOf(cause)}`, cause)
-        }).pipe(Effect.tapError(() => reset(st)))
+        })
         st.tip = tip
         st.lastMs = ms
-        if (every > 0 && st.tip.seq - st.checkpointed >= every) {
-          // the records are durable already: a failed checkpoint is reported, not turned into a lost append
-          yield* writeCheckpoint(st).pipe(Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} failed: ${e.reason}`)))
-        }
-        // the record objects are built by the appenders' fibers, not here
-        for (let i = 0; i < sealed.length; i++) {
-          const p = sealed[i]!
-          const at = positions[i]!
-          complete(p, Effect.sync(() => preparedRecord(p.prepared!, at, at.hash)))
-        }
+        // the sync starts now and runs while the next batch is sealed and written
+        const synced: Promise<unknown> = fsync === "never" ? Promise.resolve(null) : handle.datasync().then(() => null, (cause: unknown) => cause ?? "fdatasync failed")
+        return { sealed, positions, tip, synced }
       }).pipe(
         Effect.catchAll((e) =>
           Effect.sync(() => {
             for (const p of batch) complete(p, Effect.fail(e))
+            return null
           })
         )
       )
 
-    /** Drain the queue batch by batch; stops (and clears `writing`) when it is empty. */
+    /** Wait for a batch's sync, checkpoint if due, and complete its appends. */
+    const finish = (st: FileState, f: InFlight): Effect.Effect<boolean> =>
+      Effect.gen(function* () {
+        const cause = yield* Effect.promise(() => f.synced)
+        if (cause !== null) {
+          const e = fail(st, `write failed: ${reasonOf(cause)}`, cause)
+          for (const p of f.sealed) complete(p, Effect.fail(e))
+          return false
+        }
+        if (every > 0 && f.tip.seq - st.checkpointed >= every) {
+          // the records are durable already: a failed checkpoint is reported, not turned into a lost append
+          yield* writeCheckpoint(st, f.tip).pipe(Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} failed: ${e.reason}`)))
+        }
+        // the record objects are built by the appenders' fibers, not here
+        for (let i = 0; i < f.sealed.length; i++) {
+          const p = f.sealed[i]!
+          const at = f.positions[i]!
+          complete(p, Effect.sync(() => preparedRecord(p.prepared!, at, at.hash)))
+        }
+        return true
+      })
+
+    /**
+     * Drain the queue batch by batch; stops (and clears `writing`) when it is empty and nothing is in
+     * flight. Group commit is pipelined: while one batch syncs, the next is sealed and written (at most
+     * {@link MAX_IN_FLIGHT} syncs at once); each batch completes only after its own sync. A failed
+     * sync fails every batch in flight after it and reopens the file from what is on disk.
+     */
     const drain = (st: FileState): Effect.Effect<void> =>
       Effect.gen(function* () {
+        const inFlight: Array<InFlight> = []
+        const finishAll = Effect.gen(function* () {
+          let ok = true
+          while (inFlight.length > 0) {
+            const f = inFlight.shift()!
+            if (ok) ok = yield* finish(st, f)
+            else for (const p of f.sealed) complete(p, Effect.fail(fail(st, "write failed: an earlier batch could not be synced")))
+          }
+          if (!ok) yield* reset(st)
+        })
         while (true) {
           let batch: Array<Pending>
           if (fsync === "always") {
@@ -498,10 +546,26 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
             st.queue = []
           }
           if (batch.length === 0) {
-            st.writing = false
-            return
+            if (inFlight.length === 0) {
+              st.writing = false
+              return
+            }
+            // nothing new yet: complete the oldest batch, whose appenders then append again
+            const f = inFlight.shift()!
+            if (!(yield* finish(st, f))) yield* finishAll
+            continue
           }
-          yield* writeBatch(st, batch)
+          if (inFlight.length >= MAX_IN_FLIGHT) {
+            const f = inFlight.shift()!
+            if (!(yield* finish(st, f))) yield* finishAll
+          }
+          const f = yield* writeBatch(st, batch)
+          if (f !== null) inFlight.push(f)
+          else {
+            // the write failed: settle what was written before it, then reopen from disk
+            yield* finishAll
+            yield* reset(st)
+          }
         }
       }).pipe(Effect.uninterruptible)
 
@@ -581,11 +645,11 @@ export class AuditSink extends Context.Tag("vetobench/AuditSink")<AuditSink, Aud
   static layerMemory: Layer.Layer<AuditSink | AuditMemory> = Layer.effectContext(Effect.sync(makeMemory))
 }
 
-/** Verify one audit file. A missing or unreadable file is a typed error, not a crash. */
+/** Verify one audit file's chain (on every core for a large file). A missing or unreadable file is a typed error, not a crash. */
 export const verifyAuditFile = (file: string): Effect.Effect<VerifyResult & { readonly file: string }, AuditReadError> => {
   const abs = path.resolve(file)
   return Effect.tryPromise({
-    try: () => fs.readFile(abs, "utf8"),
+    try: () => readShared(abs),
     catch: (cause) =>
       new AuditReadError({
         file: abs,
@@ -597,5 +661,8 @@ export const verifyAuditFile = (file: string): Effect.Effect<VerifyResult & { re
               : `cannot read: ${reasonOf(cause)}`,
         cause
       })
-  }).pipe(Effect.map((text) => ({ ...verifyChainText(text), file: abs })))
+  }).pipe(
+    Effect.flatMap((bytes) => Effect.promise(() => verifyChainParallel(bytes, null))),
+    Effect.map((result) => ({ ...result, file: abs }))
+  )
 }

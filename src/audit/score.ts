@@ -24,7 +24,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import { Data, Effect, Either } from "effect"
 import { formatIssue, loadPolicyFile } from "../../judges/rule/policy.js"
-import { verifyChainText } from "../domain/audit-chain.js"
+import { verifyChainText } from "../domain/chain-verify.js"
 import { AUDIT_SCHEMA } from "../domain/audit-record.js"
 import {
   countFieldsPresent,

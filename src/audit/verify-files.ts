@@ -3,7 +3,8 @@ import { existsSync, readFileSync } from "node:fs"
 import * as path from "node:path"
 import { Data, Effect } from "effect"
 import { anchorFileFor } from "../../layers/AuditSink.js"
-import { verifyAudit, type FileVerification } from "../domain/audit-verify.js"
+import { readShared, verifyChainParallel } from "../../layers/chain-workers.js"
+import { verifyAuditChecked, type FileVerification } from "../domain/audit-verify.js"
 import { type CheckpointKey, publicKeyFromPem } from "../domain/checkpoint.js"
 
 export class AuditInputError extends Data.TaggedError("AuditInputError")<{ readonly file: string; readonly reason: string }> {
@@ -12,14 +13,12 @@ export class AuditInputError extends Data.TaggedError("AuditInputError")<{ reado
   }
 }
 
-const read = (file: string) =>
-  Effect.try({
-    try: () => readFileSync(file, "utf8"),
-    catch: (e) => {
-      const code = typeof e === "object" && e !== null && "code" in e ? String(e.code) : ""
-      return new AuditInputError({ file, reason: code === "ENOENT" ? "file not found" : code === "EISDIR" ? "is a directory" : `cannot read (${code || String(e)})` })
-    }
-  })
+const readError = (file: string, e: unknown): AuditInputError => {
+  const code = typeof e === "object" && e !== null && "code" in e ? String(e.code) : ""
+  return new AuditInputError({ file, reason: code === "ENOENT" ? "file not found" : code === "EISDIR" ? "is a directory" : `cannot read (${code || String(e)})` })
+}
+
+const read = (file: string) => Effect.try({ try: () => readFileSync(file, "utf8"), catch: (e) => readError(file, e) })
 
 export const loadPublicKey = (file: string): Effect.Effect<CheckpointKey, AuditInputError> =>
   read(file).pipe(
@@ -40,10 +39,12 @@ export interface FileReport extends FileVerification {
 /** Verify one file; the anchor is `anchor` when given, else `<name>.anchor.jsonl` beside it when present. */
 export const verifyFile = (file: string, anchor: string | null, trusted: CheckpointKey | null): Effect.Effect<FileReport, AuditInputError> =>
   Effect.gen(function* () {
-    const text = yield* read(file)
+    const bytes = yield* Effect.tryPromise({ try: () => readShared(file), catch: (e) => readError(file, e) })
     const anchorFile = anchor ?? (existsSync(anchorFileFor(file)) ? anchorFileFor(file) : null)
     const anchorText = anchorFile === null ? null : yield* read(anchorFile)
-    return { ...verifyAudit(path.basename(file), text, anchorText, trusted), file, anchorFile }
+    const hashes: Array<string> = []
+    const chain = yield* Effect.promise(() => verifyChainParallel(bytes, hashes))
+    return { ...verifyAuditChecked(path.basename(file), { chain, hashes }, () => bytes.toString("utf8"), anchorText, trusted), file, anchorFile }
   })
 
 /** One line for a file: status, records, then each check. */

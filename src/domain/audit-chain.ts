@@ -17,14 +17,13 @@
 import { createHash, hash as sha256Once } from "node:crypto"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import type { AuditEntry, Sealed } from "./audit-record.js"
-import { canonicalize, canonicalizeAround, canonicalizeObjectText, canonicalizeWithout, quoteJson } from "./canonical-json.js"
-import { asciiSlice, readCanonicalRecordLine } from "./canonical-line.js"
+import { canonicalize, canonicalizeAround, canonicalizeWithout, quoteJson } from "./canonical-json.js"
 
-/** Lowercase hex SHA-256 of the UTF-8 bytes of `text` (one-shot `crypto.hash` where Node has it). */
-const sha256Hex: (text: string) => string =
+/** Lowercase hex SHA-256 of the UTF-8 bytes of `text`, or of bytes (one-shot `crypto.hash` where Node has it). */
+export const sha256Hex: (data: string | Uint8Array) => string =
   typeof sha256Once === "function"
-    ? (text) => sha256Once("sha256", text, "hex")
-    : (text) => createHash("sha256").update(text, "utf8").digest("hex")
+    ? (data) => sha256Once("sha256", data, "hex")
+    : (data) => (typeof data === "string" ? createHash("sha256").update(data, "utf8") : createHash("sha256").update(data)).digest("hex")
 
 /**
  * Hash of a record: any `hash` key present is ignored.
@@ -148,166 +147,6 @@ export const sealRecord = <E extends AuditEntry>(entry: E, at: ChainPosition): S
   return p.parts === null ? sealSpread(p.entry, at) : preparedRecord(p, at, preparedHash(p, at))
 }
 
-export interface VerifyResult {
-  readonly ok: boolean
-  /** records that verified (all of them when ok) */
-  readonly records: number
-  /** 1-based index (among non-blank lines) of the first failing record; null when ok */
-  readonly index: number | null
-  /** "ok", or "record n: …" */
-  readonly message: string
-  /** the failure is a last line without its newline (an interrupted write) */
-  readonly torn: boolean
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
-const failAt = (n: number, message: string, torn = false): VerifyResult => ({
-  ok: false,
-  records: n - 1,
-  index: n,
-  message: `record ${n}: ${message}`,
-  torn
-})
-
-/** Check one parsed record against the chain state; returns an error message or null. */
-const checkRecord = (rec: Record<string, unknown>, n: number, prev: string): string | null => {
-  if (rec.prev_hash !== prev) return "prev_hash does not match previous record (deleted, inserted or reordered record)"
-  let hash: string
-  try {
-    hash = recordHash(rec)
-  } catch {
-    return "hash mismatch (record was modified)"
-  }
-  if (rec.hash !== hash) return "hash mismatch (record was modified)"
-  if (rec.seq !== n) return `seq ${JSON.stringify(rec.seq) ?? "missing"}, expected ${n}`
-  return null
-}
-
-const CHECKED_MEMBERS = ["hash", "prev_hash", "seq"] as const
-
-/**
- * The fast check of one record line's text: the record's hash when the line is a record that verifies
- * at position `n` after `prev`, else null (the line is then checked the reference way, which says why).
- * The canonical text is read from the line (`canonicalizeObjectText`, exact where it answers); comparing
- * canonical texts is comparing values: `"<hex>"` is only the string `<hex>`, `n` only the number n.
- * (`prev` is always a lowercase hex hash here, so `'"' + prev + '"'` is its canonical text.)
- */
-const verifiedHash = (line: string, n: number, prev: string): string | null => {
-  const read = canonicalizeObjectText(line, "hash", CHECKED_MEMBERS)
-  if (read === null) return null
-  const [hashText, prevText, seqText] = read.picked
-  if (prevText !== '"' + prev + '"' || seqText !== String(n)) return null
-  const hash = sha256Hex(HASH_PREFIX + read.canonical)
-  return hashText === '"' + hash + '"' ? hash : null
-}
-
-/** A record line's text checked at position `n` after `prev`: its hash, or why it fails. */
-const checkLine = (line: string, n: number, prev: string): { readonly hash: string } | string => {
-  const fast = verifiedHash(line, n, prev)
-  if (fast !== null) return { hash: fast }
-  let rec: unknown
-  try {
-    rec = JSON.parse(line)
-  } catch {
-    return "not valid JSON"
-  }
-  if (!isObject(rec)) return "not a JSON object"
-  return checkRecord(rec, n, prev) ?? { hash: rec.hash as string }
-}
-
-const PREFIX_BYTES = Buffer.from(HASH_PREFIX, "utf8")
-let scratch = Buffer.alloc(1 << 16)
-
-/**
- * The fastest check, for a line written in canonical form (what the sink writes): the hashed text is
- * the line without its `hash` member, hashed from the file's bytes. The hash when the line verifies at
- * `n` after `prev`, else null (the line is then decoded and checked by {@link checkLine}).
- */
-const verifiedCanonicalHash = (bytes: Buffer, start: number, end: number, n: number, prev: string): string | null => {
-  const r = readCanonicalRecordLine(bytes, start, end)
-  if (r === null) return null
-  if (r.prevEnd - r.prevStart !== prev.length + 2 || asciiSlice(bytes, r.prevStart + 1, r.prevEnd - 1) !== prev) return null
-  if (asciiSlice(bytes, r.seqStart, r.seqEnd) !== String(n)) return null
-  const size = PREFIX_BYTES.length + (end - start) - (r.cutTo - r.cutFrom)
-  if (scratch.length < size) scratch = Buffer.alloc(Math.max(size, scratch.length * 2))
-  PREFIX_BYTES.copy(scratch, 0)
-  let at = PREFIX_BYTES.length
-  at += bytes.copy(scratch, at, start, r.cutFrom)
-  at += bytes.copy(scratch, at, r.cutTo, end)
-  const hash = sha256Once === undefined ? createHash("sha256").update(scratch.subarray(0, at)).digest("hex") : sha256Once("sha256", scratch.subarray(0, at), "hex")
-  return r.hashEnd - r.hashStart === hash.length + 2 && asciiSlice(bytes, r.hashStart + 1, r.hashEnd - 1) === hash ? hash : null
-}
-
-const TORN = "torn last line (incomplete write)"
-
-/**
- * Verify a whole audit file's text from genesis. Blank lines are skipped; a last line without a
- * trailing newline fails as torn (after every complete record before it verified). Pure and on one
- * thread; each line takes the fast checks first and, when they do not confirm it, the reference
- * check (JSON.parse + {@link recordHash}), which gives every failure its message.
- */
-export const verifyChainText = (text: string): VerifyResult => verifyChain(text, null)
-
-/**
- * {@link verifyChainText}, also pushing the hash of each record that verified onto `hashes` (in order:
- * `hashes[i]` is record i + 1's, for the `records` that verified).
- */
-export const verifyChain = (text: string, hashes: Array<string> | null): VerifyResult =>
-  // a text with lone surrogates has no UTF-8 form to read: its lines are checked as text
-  text.isWellFormed() ? verifyChainBytes(Buffer.from(text, "utf8"), hashes) : verifyChainLines(text, hashes)
-
-const verifyChainLines = (text: string, hashes: Array<string> | null): VerifyResult => {
-  const lines = text.split("\n")
-  // the segment after the last "\n" is "" for a well-terminated file, else a torn line
-  const tail = lines.pop() ?? ""
-  let prev = GENESIS_HASH
-  let n = 0
-  for (const line of lines) {
-    // a record line starts with "{"; anything else may be blank
-    if (line.charCodeAt(0) !== 123 && line.trim() === "") continue
-    n++
-    const checked = checkLine(line, n, prev)
-    if (typeof checked === "string") return failAt(n, checked)
-    prev = checked.hash
-    hashes?.push(prev)
-  }
-  if (tail !== "") return failAt(n + 1, TORN, true)
-  return { ok: true, records: n, index: null, message: "ok", torn: false }
-}
-
-/**
- * {@link verifyChain} over a file's bytes (UTF-8), without decoding the lines written in canonical
- * form; other lines are decoded (as `fs.readFile(file, "utf8")` would) and checked as text.
- */
-export const verifyChainBytes = (bytes: Buffer, hashes: Array<string> | null): VerifyResult => {
-  let prev = GENESIS_HASH
-  let n = 0
-  let start = 0
-  for (;;) {
-    const end = bytes.indexOf(10, start)
-    if (end < 0) break
-    const first = bytes[start]
-    // a record line starts with "{"; anything else may be blank
-    if (first !== 123 && bytes.toString("utf8", start, end).trim() === "") {
-      start = end + 1
-      continue
-    }
-    n++
-    let hash = verifiedCanonicalHash(bytes, start, end, n, prev)
-    if (hash === null) {
-      const checked = checkLine(bytes.toString("utf8", start, end), n, prev)
-      if (typeof checked === "string") return failAt(n, checked)
-      hash = checked.hash
-    }
-    prev = hash
-    hashes?.push(hash)
-    start = end + 1
-  }
-  if (start < bytes.length) return failAt(n + 1, TORN, true)
-  return { ok: true, records: n, index: null, message: "ok", torn: false }
-}
-
 /** Where a file's chain stands: what the next record continues from. */
 export interface ChainTip {
   readonly seq: number
@@ -315,6 +154,8 @@ export interface ChainTip {
   /** the last record's ts, "" for an empty chain */
   readonly ts: string
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 export const GENESIS_TIP: ChainTip = { seq: 0, hash: GENESIS_HASH, ts: "" }
 

@@ -3,7 +3,7 @@
  * and rewrites), and the checkpoints' signatures. A check that cannot be made is reported as such,
  * never as success.
  */
-import { verifyChain, type VerifyResult } from "./audit-chain.js"
+import { verifyChain, type VerifyResult } from "./chain-verify.js"
 import { ANCHOR_SCHEMA, type Checkpoint, type CheckpointKey, signatureValid } from "./checkpoint.js"
 
 export type CheckStatus = "ok" | "failed" | "not-checked"
@@ -34,19 +34,24 @@ const hashOfLine = (line: string): string => {
   }
 }
 
+/** The chain check and the hash of each record that verified (what {@link verifyChain} gives). */
+export interface ChainCheck {
+  readonly chain: VerifyResult
+  readonly hashes: Array<string>
+}
+
 /**
- * The chain check, and the hash of each record by position (as written; the chain check says whether
- * to trust them). The records that verified give their hash from the check itself; only the lines
- * after a failure are parsed again.
+ * The hash of each record by position (as written; the chain check says whether to trust them). The
+ * records that verified give their hash from the check itself; only the lines after a failure are
+ * parsed again, from the file's `text`.
  */
-const chainAndHashes = (text: string): { readonly chain: VerifyResult; readonly hashes: Array<string> } => {
-  const hashes: Array<string> = []
-  const chain = verifyChain(text, hashes)
-  // every record verified: their hashes are all there
-  if (chain.ok) return { chain, hashes }
-  const lines = text.split("\n").filter((l) => l.trim() !== "")
-  for (let i = hashes.length; i < lines.length; i++) hashes.push(hashOfLine(lines[i]!))
-  return { chain, hashes }
+const allHashes = (checked: ChainCheck, text: () => string): Array<string> => {
+  const { chain, hashes } = checked
+  if (chain.ok) return hashes
+  const all = [...hashes]
+  const lines = text().split("\n").filter((l) => l.trim() !== "")
+  for (let i = all.length; i < lines.length; i++) all.push(hashOfLine(lines[i]!))
+  return all
 }
 
 const parseAnchor = (text: string): Array<Checkpoint> | string => {
@@ -112,13 +117,25 @@ const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: Checkp
  * Verify `text` (the audit file) against `anchorText` (its `.anchor.jsonl`, or null when there is
  * none) and, when given, the trusted public key.
  */
-export const verifyAudit = (
+export const verifyAudit = (fileName: string, text: string, anchorText: string | null, trusted: CheckpointKey | null): FileVerification => {
+  const hashes: Array<string> = []
+  const chain = verifyChain(text, hashes)
+  return verifyAuditChecked(fileName, { chain, hashes }, () => text, anchorText, trusted)
+}
+
+/**
+ * {@link verifyAudit} with the chain already checked (by `verifyChainParallel`, say); `text` gives the
+ * file's text, read only when the chain failed.
+ */
+export const verifyAuditChecked = (
   fileName: string,
-  text: string,
+  checked: ChainCheck,
+  text: () => string,
   anchorText: string | null,
   trusted: CheckpointKey | null
 ): FileVerification => {
-  const { chain, hashes } = chainAndHashes(text)
+  const chain = checked.chain
+  const hashes = allHashes(checked, text)
   let anchor: Check
   let signatures: Check
   if (anchorText === null) {

@@ -333,28 +333,31 @@ export const canonicalizeAround = (obj: object, extra: ReadonlyArray<readonly [s
   const aligned = values.length === ownKeys.length
   const order = shape.order
   const cuts: Array<string> = []
-  let out = "{"
+  // the pieces since the last cut, joined once: a flat string is cheaper to keep and to hash than a
+  // tree of `+=` pieces (each one an object for the collector while the entry waits for its batch)
+  let run: Array<string> = ["{"]
   let comma = false
   let x = 0
   for (let j = 0; j <= keys.length; j++) {
     const k = j < keys.length ? keys[j]! : null
     for (; x < extra.length && (k === null || extra[x]![0] < k); x++) {
       const [ek, ev] = extra[x]!
-      out += (comma ? "," : "") + str(ek) + ":"
+      run.push((comma ? "," : "") + str(ek) + ":")
       comma = true
-      if (ev !== null) out += ev
+      if (ev !== null) run.push(ev)
       else {
-        cuts.push(out)
-        out = ""
+        cuts.push(run.join(""))
+        run = []
       }
     }
     if (k === null) break
     const v = prepare(aligned ? values[order[j]!] : (obj as Record<string, unknown>)[k], k)
     if (isOmitted(v)) continue
-    out += (comma ? shape.commaHeads[j]! : shape.heads[j]!) + canon(v, k, 1)
+    run.push((comma ? shape.commaHeads[j]! : shape.heads[j]!) + canon(v, k, 1))
     comma = true
   }
-  cuts.push(out + "}")
+  run.push("}")
+  cuts.push(run.join(""))
   return cuts
 }
 

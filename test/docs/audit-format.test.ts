@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
-import { verifyChainText } from "../../src/domain/audit-chain.js"
+import { verifyChainText } from "../../src/domain/chain-verify.js"
 import { canonicalize } from "../../src/domain/canonical-json.js"
 
 const doc = readFileSync("docs/audit-format.md", "utf8")

@@ -6,17 +6,8 @@
 import { createHash } from "node:crypto"
 import { FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
-import {
-  preparedRecord,
-  prepareEntry,
-  sealPrepared,
-  recordLine,
-  sealRecord,
-  verifyChain,
-  verifyChainText,
-  type ChainPosition,
-  type VerifyResult
-} from "../../src/domain/audit-chain.js"
+import { preparedRecord, prepareEntry, sealPrepared, recordLine, sealRecord, type ChainPosition } from "../../src/domain/audit-chain.js"
+import { verifyChain, verifyChainText, type VerifyResult } from "../../src/domain/chain-verify.js"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX, type AuditEntry, type CallEntry } from "../../src/domain/audit-record.js"
 import { verifyAudit } from "../../src/domain/audit-verify.js"
 import { CanonicalJsonError, canonicalizeReference } from "../../src/domain/canonical-json.js"

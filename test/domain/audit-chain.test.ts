@@ -1,12 +1,7 @@
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import {
-  GENESIS_TIP,
-  lastRecordOf,
-  recordHash,
-  sealRecord,
-  verifyChainText
-} from "../../src/domain/audit-chain.js"
+import { GENESIS_TIP, lastRecordOf, recordHash, sealRecord } from "../../src/domain/audit-chain.js"
+import { verifyChainText } from "../../src/domain/chain-verify.js"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "../../src/domain/audit-record.js"
 import type { CallEntry as AuditEntry, CallRecord as AuditRecord } from "../../src/domain/audit-record.js"
 import { canonicalize } from "../../src/domain/canonical-json.js"

@@ -15,7 +15,7 @@ import { AuditSink, anchorFileFor, type AuditSinkShape, type FileSinkOptions, ty
 import { staticPlugin } from "../../judges/static.js"
 import { generateKeyFiles } from "../../src/audit/keys.js"
 import { makeUpstreamSettings } from "../../src/config/settings.js"
-import { verifyChainText } from "../../src/domain/audit-chain.js"
+import { verifyChainText } from "../../src/domain/chain-verify.js"
 import { GENESIS_HASH, type CallEntry } from "../../src/domain/audit-record.js"
 import { verifyAudit } from "../../src/domain/audit-verify.js"
 import { type Checkpoint, publicKeyFromPem, signatureValid, signerFromPem } from "../../src/domain/checkpoint.js"

@@ -10,7 +10,7 @@ import {
   repairTornTail,
   verifyAuditFile
 } from "../../layers/AuditSink.js"
-import { verifyChainText } from "../../src/domain/audit-chain.js"
+import { verifyChainText } from "../../src/domain/chain-verify.js"
 import type { CallEntry as AuditEntry } from "../../src/domain/audit-record.js"
 import { callEntry } from "../support/audit-entry.js"
 

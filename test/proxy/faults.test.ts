@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { errorBody as fakeErrorBody } from "../../layers/fake-vllm/wire.js"
-import { verifyChainText } from "../../src/domain/audit-chain.js"
+import { verifyChainText } from "../../src/domain/chain-verify.js"
 import { call, Harness, harnessLayer, post, type HarnessShape, type PostResult, TOOLS } from "../support/harness.js"
 import { closedPort, postAndAbortAfterFirstChunk, rawPost, type RawResult } from "../support/net.js"
 

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { verifyChainText } from "../../src/domain/audit-chain.js"
+import { verifyChainText } from "../../src/domain/chain-verify.js"
 import { call, Harness, harnessLayer, type HarnessOptions, type HarnessShape, post } from "../support/harness.js"
 
 const shared = mkdtempSync(path.join(tmpdir(), "vetobench-shared-audit-"))

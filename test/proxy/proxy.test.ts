@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from "node:fs"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { verifyChainText } from "../../src/domain/audit-chain.js"
+import { verifyChainText } from "../../src/domain/chain-verify.js"
 import { call, Harness, harnessLayer, post } from "../support/harness.js"
 
 const judgeRequests = (h: { fake: { requests: ReadonlyArray<{ body: unknown }> } }, model: string) =>

@@ -7,7 +7,7 @@ import * as path from "node:path"
 import { afterAll, describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Either } from "effect"
 import { decodeSettings } from "../../src/config/settings.js"
-import { verifyChainText } from "../../src/domain/audit-chain.js"
+import { verifyChainText } from "../../src/domain/chain-verify.js"
 import { call, Harness, harnessLayer, post } from "../support/harness.js"
 import { makeTestPki } from "../support/tls.js"
 
