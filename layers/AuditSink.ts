@@ -325,6 +325,12 @@ interface FileState {
   readonly anchor: string
   /** seq covered by the last checkpoint */
   checkpointed: number
+  /** the newest durable tip whose checkpoint is due and not yet being written */
+  due: ChainTip | null
+  /** seq of the newest checkpoint written or due (what "every N records" counts from) */
+  scheduled: number
+  /** a fiber is writing the file's checkpoints */
+  checkpointing: boolean
   handle: FileHandle | null
   tip: ChainTip
   lastMs: number
@@ -360,7 +366,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
       Effect.gen(function* () {
         closed = true
         // let batches in flight finish (bounded), then close the files
-        for (let i = 0; i < 1000 && [...states.values()].some((st) => st.writing); i++) yield* Effect.sleep("5 millis")
+        for (let i = 0; i < 1000 && [...states.values()].some((st) => st.writing || st.checkpointing); i++) yield* Effect.sleep("5 millis")
         // a final checkpoint for every file with records not yet covered, then release the files
         yield* Effect.forEach(
           states.values(),
@@ -385,7 +391,20 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
     const stateFor = (file: string): FileState => {
       let st = states.get(file)
       if (st === undefined) {
-        st = { file, anchor: anchorFileFor(file), checkpointed: 0, handle: null, tip: GENESIS_TIP, lastMs: 0, queue: [], writing: false, locked: false }
+        st = {
+          file,
+          anchor: anchorFileFor(file),
+          checkpointed: 0,
+          due: null,
+          scheduled: 0,
+          checkpointing: false,
+          handle: null,
+          tip: GENESIS_TIP,
+          lastMs: 0,
+          queue: [],
+          writing: false,
+          locked: false
+        }
         states.set(file, st)
       }
       return st
@@ -423,6 +442,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         st.tip = tip
         st.lastMs = tip.ts === "" ? 0 : Date.parse(tip.ts) || 0
         st.checkpointed = last.seq
+        st.scheduled = last.seq
         return handle
       })
 
@@ -432,8 +452,33 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         if (tip.seq === 0 || tip.seq <= st.checkpointed) return Effect.void
         const c = makeCheckpoint({ file: path.basename(st.file), seq: tip.seq, head: tip.hash, ts: new Date().toISOString() }, signer)
         return appendDurably(st.anchor, JSON.stringify(c) + "\n", fsync !== "never").pipe(
-          Effect.map(() => void (st.checkpointed = c.seq))
+          Effect.map(() => {
+            st.checkpointed = c.seq
+            st.scheduled = Math.max(st.scheduled, c.seq)
+          })
         )
+      })
+
+    /**
+     * Checkpoint `tip` (durable records) beside the appends, not in their way: checkpoints are written one
+     * at a time per file, in order, and those that fall due while one is being written are merged into
+     * the next (it covers them all). The records are durable already: a failed checkpoint is reported,
+     * not turned into a lost append.
+     */
+    const scheduleCheckpoint = (st: FileState, tip: ChainTip): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        st.due = tip
+        st.scheduled = tip.seq
+        if (st.checkpointing) return Effect.void
+        st.checkpointing = true
+        const loop = Effect.gen(function* () {
+          while (st.due !== null) {
+            const next = st.due
+            st.due = null
+            yield* writeCheckpoint(st, next).pipe(Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} failed: ${e.reason}`)))
+          }
+        }).pipe(Effect.ensuring(Effect.sync(() => void (st.checkpointing = false))))
+        return Effect.asVoid(Effect.forkDaemon(loop))
       })
 
     /** forget the open handle: the next append recovers the file from disk */
@@ -506,10 +551,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           for (const p of f.sealed) complete(p, Effect.fail(e))
           return false
         }
-        if (every > 0 && f.tip.seq - st.checkpointed >= every) {
-          // the records are durable already: a failed checkpoint is reported, not turned into a lost append
-          yield* writeCheckpoint(st, f.tip).pipe(Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} failed: ${e.reason}`)))
-        }
+        if (every > 0 && f.tip.seq - st.scheduled >= every) yield* scheduleCheckpoint(st, f.tip)
         // the record objects are built by the appenders' fibers, not here
         for (let i = 0; i < f.sealed.length; i++) {
           const p = f.sealed[i]!
@@ -595,7 +637,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
     const checkpoint = (runId: string | null): Effect.Effect<void, AuditWriteError> =>
       Effect.gen(function* () {
         const st = stateFor(fileFor(runId))
-        while (st.writing) yield* Effect.sleep("1 millis")
+        while (st.writing || st.checkpointing) yield* Effect.sleep("1 millis")
         if (st.handle === null && st.tip.seq === 0) yield* open(st)
         yield* writeCheckpoint(st)
       })
