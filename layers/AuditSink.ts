@@ -316,8 +316,14 @@ interface InFlight {
   readonly synced: Promise<unknown>
 }
 
-/** syncs under way at once per file (group commit pipelined two deep) */
-const MAX_IN_FLIGHT = 2
+/** syncs under way at once per file (group commit pipelined three deep) */
+const MAX_IN_FLIGHT = 3
+/**
+ * records per batch at most: appenders that all wait for one sync all come back at once and would
+ * otherwise queue as one batch again, leaving this thread idle during every sync; smaller batches keep
+ * some appenders preparing while others' batches sync
+ */
+const MAX_BATCH = 64
 
 interface FileState {
   readonly file: string
@@ -562,9 +568,10 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
       })
 
     /**
-     * Drain the queue batch by batch; stops (and clears `writing`) when it is empty and nothing is in
-     * flight. Group commit is pipelined: while one batch syncs, the next is sealed and written (at most
-     * {@link MAX_IN_FLIGHT} syncs at once); each batch completes only after its own sync. A failed
+     * Drain the queue batch by batch (at most {@link MAX_BATCH} records each); stops (and clears
+     * `writing`) when it is empty and nothing is in flight. Group commit is pipelined: while one batch
+     * syncs, the next is sealed and written (at most {@link MAX_IN_FLIGHT} syncs at once); each batch
+     * completes only after its own sync. A failed
      * sync fails every batch in flight after it and reopens the file from what is on disk.
      */
     const drain = (st: FileState): Effect.Effect<void> =>
@@ -583,9 +590,11 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           let batch: Array<Pending>
           if (fsync === "always") {
             batch = st.queue.splice(0, 1)
-          } else {
+          } else if (st.queue.length <= MAX_BATCH) {
             batch = st.queue
             st.queue = []
+          } else {
+            batch = st.queue.splice(0, MAX_BATCH)
           }
           if (batch.length === 0) {
             if (inFlight.length === 0) {

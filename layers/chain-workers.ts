@@ -9,9 +9,10 @@
  */
 import { availableParallelism } from "node:os"
 import * as fs from "node:fs/promises"
-import { Worker } from "node:worker_threads"
+import type { Worker } from "node:worker_threads"
 import { linkLines, scanLines, verifyChainBytes, type LineTable, type VerifyResult } from "../src/domain/chain-verify.js"
 import type { ScanJob } from "./chain-worker.js"
+import { startWorker } from "./worker-start.js"
 
 /** below this size, starting the work elsewhere costs more than it saves */
 export const PARALLEL_MIN_BYTES = 4 * 1024 * 1024
@@ -33,15 +34,6 @@ let nextId = 1
 /** How many workers: one per core beyond this thread's, at most 7. */
 export const workerCount = (): number => Math.max(1, Math.min(7, availableParallelism() - 1))
 
-/** The worker script: the bundle's sibling, or the TypeScript source through tsx (development, tests). */
-const startWorker = (): Worker =>
-  import.meta.url.endsWith(".ts")
-    ? new Worker(`import("tsx/esm/api").then(({ register }) => { register(); return import(require("node:worker_threads").workerData.url) })`, {
-        eval: true,
-        workerData: { url: new URL("./chain-worker.ts", import.meta.url).href }
-      })
-    : new Worker(new URL("./chain-worker.mjs", import.meta.url))
-
 const dropPool = (p: Pool, cause: unknown): void => {
   if (pool === p) pool = null
   for (const { reject } of p.pending.values()) reject(cause)
@@ -51,7 +43,7 @@ const dropPool = (p: Pool, cause: unknown): void => {
 
 const getPool = (): Pool => {
   if (pool !== null) return pool
-  const p: Pool = { workers: Array.from({ length: workerCount() }, startWorker), pending: new Map(), busy: 0 }
+  const p: Pool = { workers: Array.from({ length: workerCount() }, () => startWorker("chain-worker")), pending: new Map(), busy: 0 }
   for (const w of p.workers) {
     w.unref()
     w.on("message", (reply: Reply) => {

@@ -47,18 +47,24 @@ const sealSpread = <E extends AuditEntry>(entry: E, at: ChainPosition): Sealed<E
 
 /** An entry made ready to seal at any chain position (see {@link prepareEntry}). */
 export interface PreparedEntry<E extends AuditEntry = AuditEntry> {
-  /** the entry's own enumerable members, copied once (what the record spreads) */
+  /** the entry (copied when it is sealed the reference way) */
   readonly entry: E
+  /**
+   * The record to be, built when the entry was canonicalized (so both see the same members), its chain
+   * members left to fill in; null when the entry is sealed the reference way.
+   */
+  readonly record: Sealed<E> | null
   /**
    * The canonical text of the record around its chain members: `parts[0] + hash + parts[1] + prev_hash +
    * parts[2] + seq + parts[3] + ts + parts[4]` (values as JSON) is the record's line. Null when the entry
    * has a member that would clash with the chain's (`schema`, `seq`, `ts`, `prev_hash`, `hash`), an own
    * `toJSON`, or an array-index key: such an entry is sealed the reference way.
    */
-  readonly parts: readonly [string, string, string, string, string] | null
-  /** `parts[0]` and `parts[1]` without the `hash` member: the hashed text's first two pieces */
-  readonly bare: readonly [string, string] | null
+  readonly parts: RecordParts | null
 }
+
+/** The canonical text of a record around its chain members (see {@link PreparedEntry}). */
+export type RecordParts = readonly [string, string, string, string, string]
 
 const RESERVED = new Set(["schema", "seq", "ts", "prev_hash", "hash", "toJSON"])
 /** the chain members in canonical order; null: filled in at sealing (hash, prev_hash, seq, ts) */
@@ -71,35 +77,48 @@ const CHAIN_MEMBERS: ReadonlyArray<readonly [string, string | null]> = [
 ]
 const HASH_HEAD = '"hash":'
 
-const notPrepared = <E extends AuditEntry>(entry: E): PreparedEntry<E> => ({ entry, parts: null, bare: null })
+const notPrepared = <E extends AuditEntry>(entry: E): PreparedEntry<E> => ({ entry, parts: null, record: null })
 
 /**
  * Canonicalize an entry for sealing later, at a position not yet known.
  * @throws CanonicalJsonError as {@link recordHash} would when sealing it.
  */
 export const prepareEntry = <E extends AuditEntry>(entry: E): PreparedEntry<E> => {
-  const copy = { ...entry }
-  const keys = Object.keys(copy)
+  const keys = Object.keys(entry)
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!
     const c = k.charCodeAt(0)
-    if (RESERVED.has(k) || (c >= 48 && c <= 57)) return notPrepared(copy)
+    if (RESERVED.has(k) || (c >= 48 && c <= 57)) return notPrepared({ ...entry })
   }
-  const cut = canonicalizeAround(copy, CHAIN_MEMBERS)
-  if (cut === null) return notPrepared(copy)
-  const parts = cut as unknown as readonly [string, string, string, string, string]
-  // parts[0] ends with `,"hash":` (or is `{"hash":` when no member sorts before it); parts[1] starts with `,"`
+  // the canonical text and the record are taken from the entry at once (entries are plain data)
+  const cut = canonicalizeAround(entry, CHAIN_MEMBERS)
+  if (cut === null) return notPrepared({ ...entry })
+  const record = { schema: AUDIT_SCHEMA, seq: 0, ts: "", ...entry, prev_hash: "", hash: "" } as Sealed<E>
+  return { entry, parts: cut as unknown as RecordParts, record }
+}
+
+/**
+ * The hashed text's first two pieces: `parts[0]` and `parts[1]` without the `hash` member (`parts[0]`
+ * ends with `,"hash":`, or is `{"hash":` when no member sorts before it; `parts[1]` starts with `,"`).
+ */
+const bareOf = (parts: RecordParts): readonly [string, string] => {
   const head = parts[0].slice(0, parts[0].length - HASH_HEAD.length)
-  const bare: readonly [string, string] = head === "{" ? [head, parts[1].slice(1)] : [head.slice(0, -1), parts[1]]
-  return { entry: copy, parts, bare }
+  return head === "{" ? [head, parts[1].slice(1)] : [head.slice(0, -1), parts[1]]
 }
 
 const fastAt = (at: ChainPosition): boolean =>
   typeof at.seq === "number" && Number.isFinite(at.seq) && typeof at.ts === "string" && typeof at.prev_hash === "string"
 
-/** The record sealed from a prepared entry: what {@link sealRecord} returns. */
-export const preparedRecord = <E extends AuditEntry>(p: PreparedEntry<E>, at: ChainPosition, hash: string): Sealed<E> =>
-  ({ schema: AUDIT_SCHEMA, seq: at.seq, ts: at.ts, ...p.entry, prev_hash: at.prev_hash, hash }) as Sealed<E>
+/** The record sealed from a prepared entry: what {@link sealRecord} returns (a prepared entry is sealed once). */
+export const preparedRecord = <E extends AuditEntry>(p: PreparedEntry<E>, at: ChainPosition, hash: string): Sealed<E> => {
+  if (p.record === null) return { schema: AUDIT_SCHEMA, seq: at.seq, ts: at.ts, ...p.entry, prev_hash: at.prev_hash, hash } as Sealed<E>
+  const r = p.record as { seq: number; ts: string; prev_hash: string; hash: string }
+  r.seq = at.seq
+  r.ts = at.ts
+  r.prev_hash = at.prev_hash
+  r.hash = hash
+  return p.record
+}
 
 export interface SealedLine {
   readonly hash: string
@@ -118,22 +137,22 @@ export const recordLine = (record: object): string => canonicalize(record)
  * @throws CanonicalJsonError for a position that is not JSON (a non-finite `seq`).
  */
 export const sealPrepared = (p: PreparedEntry, at: ChainPosition): SealedLine => {
-  const parts = p.parts
-  const bare = p.bare
-  if (parts === null || bare === null || !fastAt(at)) {
+  if (p.parts === null || !fastAt(at)) {
     const record = sealSpread(p.entry, at)
     return { hash: record.hash, line: recordLine(record) }
   }
+  return sealParts(p.parts, at)
+}
+
+/**
+ * Seal a record's prepared parts at `at` (finite `seq`, string `ts` and `prev_hash`): its hash and its
+ * line. What the audit writer thread does with the parts it is sent.
+ */
+export const sealParts = (parts: RecordParts, at: ChainPosition): SealedLine => {
+  const bare = bareOf(parts)
   const rest = quoteJson(at.prev_hash) + parts[2] + at.seq + parts[3] + quoteJson(at.ts) + parts[4]
   const hash = sha256Hex(HASH_PREFIX + bare[0] + bare[1] + rest)
   return { hash, line: parts[0] + '"' + hash + '"' + parts[1] + rest }
-}
-
-/** The hash alone of a prepared entry sealed at `at`. */
-const preparedHash = (p: PreparedEntry, at: ChainPosition): string => {
-  const parts = p.parts!
-  const bare = p.bare!
-  return sha256Hex(HASH_PREFIX + bare[0] + bare[1] + quoteJson(at.prev_hash) + parts[2] + at.seq + parts[3] + quoteJson(at.ts) + parts[4])
 }
 
 /**
@@ -144,7 +163,7 @@ const preparedHash = (p: PreparedEntry, at: ChainPosition): string => {
 export const sealRecord = <E extends AuditEntry>(entry: E, at: ChainPosition): Sealed<E> => {
   if (!fastAt(at)) return sealSpread(entry, at)
   const p = prepareEntry(entry)
-  return p.parts === null ? sealSpread(p.entry, at) : preparedRecord(p, at, preparedHash(p, at))
+  return p.parts === null ? sealSpread(p.entry, at) : preparedRecord(p, at, sealParts(p.parts, at).hash)
 }
 
 /** Where a file's chain stands: what the next record continues from. */
