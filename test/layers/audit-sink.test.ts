@@ -11,6 +11,7 @@ import {
   verifyAuditFile
 } from "../../layers/AuditSink.js"
 import { verifyChainText } from "../../src/domain/chain-verify.js"
+import { recordLine } from "../../src/domain/audit-chain.js"
 import type { CallEntry as AuditEntry } from "../../src/domain/audit-record.js"
 import { callEntry } from "../support/audit-entry.js"
 
@@ -149,6 +150,38 @@ describe("AuditSink.layerFile", () => {
       expect(parsed.map((r) => r.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
       expect(parsed.map((r) => r.ts)).toEqual(parsed.map((r) => r.ts).sort())
       expect(yield* verifyAuditFile(file)).toMatchObject({ ok: true, records: 200 })
+    })
+  )
+
+  it.scopedLive("1,000 concurrent appends go in pipelined batches; each returned record is the line written at its seq", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      for (const fsync of ["group", "never"] as const) {
+        const run = `pipelined-${fsync}`
+        const { recs, file } = yield* Effect.gen(function* () {
+          const sink = yield* AuditSink
+          const recs = yield* Effect.forEach(
+            Array.from({ length: 1_000 }, (_, i) => i + 1),
+            (i) => sink.append(run, entry(i, run)),
+            { concurrency: "unbounded" }
+          )
+          return { recs, file: sink.fileFor(run) }
+        }).pipe(Effect.provide(AuditSink.layerFile(dir, { fsync, checkpointEvery: 100 })))
+        const lines = yield* readLines(file)
+        expect(lines).toHaveLength(1_000)
+        for (const r of recs) {
+          const line = lines[r.seq - 1]!
+          expect(JSON.parse(line)).toEqual(JSON.parse(JSON.stringify(r)))
+          expect(recordLine(r)).toBe(line)
+        }
+        expect(recs.map((r) => r.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 1_000 }, (_, i) => i + 1))
+        expect(yield* verifyAuditFile(file)).toMatchObject({ ok: true, records: 1_000 })
+        // checkpoints were written beside the appends, the last one on close
+        const anchor = (yield* readLines(`${file.slice(0, -".jsonl".length)}.anchor.jsonl`)).map((l) => JSON.parse(l) as { seq: number; head: string })
+        expect(anchor.at(-1)).toMatchObject({ seq: 1_000, head: recs.find((r) => r.seq === 1_000)!.hash })
+        expect(anchor.map((c) => c.seq)).toEqual([...anchor.map((c) => c.seq)].sort((a, b) => a - b))
+        for (const c of anchor) expect(recs.find((r) => r.seq === c.seq)!.hash).toBe(c.head)
+      }
     })
   )
 
