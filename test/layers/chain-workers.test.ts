@@ -94,7 +94,7 @@ describe("verifyChainParallel", () => {
     for (const e of edits) {
       const ls = [...lines]
       let tail = ""
-      if (e.kind === "edit") ls[e.line] = ls[e.line]!.replace(/"gate_ms":[0-9.e-]+/, '"gate_ms":1')
+      if (e.kind === "edit") ls[e.line] = ls[e.line]!.replace(/"gate_ms":[0-9.e-]+/, '"gate_ms":-1')
       else if (e.kind === "delete") ls.splice(e.line, 1)
       else if (e.kind === "swap") [ls[e.line], ls[(e.line + 1) % ls.length]] = [ls[(e.line + 1) % ls.length]!, ls[e.line]!]
       else if (e.kind === "torn") tail = ls[e.line]!.slice(0, e.at)
