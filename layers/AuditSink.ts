@@ -558,11 +558,11 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           return false
         }
         if (every > 0 && f.tip.seq - st.scheduled >= every) yield* scheduleCheckpoint(st, f.tip)
-        // the record objects are built by the appenders' fibers, not here
+        // the record objects were built with the entries; filling in their chain members is cheap
         for (let i = 0; i < f.sealed.length; i++) {
           const p = f.sealed[i]!
           const at = f.positions[i]!
-          complete(p, Effect.sync(() => preparedRecord(p.prepared!, at, at.hash)))
+          complete(p, Effect.succeed(preparedRecord(p.prepared!, at, at.hash)))
         }
         return true
       })
