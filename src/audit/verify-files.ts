@@ -20,6 +20,18 @@ const readError = (file: string, e: unknown): AuditInputError => {
 
 const read = (file: string) => Effect.try({ try: () => readFileSync(file, "utf8"), catch: (e) => readError(file, e) })
 
+/** A file's lines (split at "\n", as the chain check reads them), each decoded on its own: no one string holds the file. */
+const linesOf = (bytes: Buffer): Array<string> => {
+  const lines: Array<string> = []
+  let start = 0
+  for (let end = bytes.indexOf(10); end >= 0; end = bytes.indexOf(10, start)) {
+    lines.push(bytes.toString("utf8", start, end))
+    start = end + 1
+  }
+  lines.push(bytes.toString("utf8", start))
+  return lines
+}
+
 export const loadPublicKey = (file: string): Effect.Effect<CheckpointKey, AuditInputError> =>
   read(file).pipe(
     Effect.flatMap((pem) =>
@@ -44,7 +56,7 @@ export const verifyFile = (file: string, anchor: string | null, trusted: Checkpo
     const anchorText = anchorFile === null ? null : yield* read(anchorFile)
     const hashes: Array<string> = []
     const chain = yield* Effect.promise(() => verifyChainParallel(bytes, hashes))
-    return { ...verifyAuditChecked(path.basename(file), { chain, hashes }, () => bytes.toString("utf8"), anchorText, trusted), file, anchorFile }
+    return { ...verifyAuditChecked(path.basename(file), { chain, hashes }, () => linesOf(bytes), anchorText, trusted), file, anchorFile }
   })
 
 /** One line for a file: status, records, then each check. */

@@ -43,14 +43,14 @@ export interface ChainCheck {
 /**
  * The hash of each record by position (as written; the chain check says whether to trust them). The
  * records that verified give their hash from the check itself; only the lines after a failure are
- * parsed again, from the file's `text`.
+ * parsed again, from the file's `lines`.
  */
-const allHashes = (checked: ChainCheck, text: () => string): Array<string> => {
+const allHashes = (checked: ChainCheck, lines: () => ReadonlyArray<string>): Array<string> => {
   const { chain, hashes } = checked
   if (chain.ok) return hashes
   const all = [...hashes]
-  const lines = text().split("\n").filter((l) => l.trim() !== "")
-  for (let i = all.length; i < lines.length; i++) all.push(hashOfLine(lines[i]!))
+  const records = lines().filter((l) => l.trim() !== "")
+  for (let i = all.length; i < records.length; i++) all.push(hashOfLine(records[i]!))
   return all
 }
 
@@ -120,22 +120,22 @@ const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: Checkp
 export const verifyAudit = (fileName: string, text: string, anchorText: string | null, trusted: CheckpointKey | null): FileVerification => {
   const hashes: Array<string> = []
   const chain = verifyChain(text, hashes)
-  return verifyAuditChecked(fileName, { chain, hashes }, () => text, anchorText, trusted)
+  return verifyAuditChecked(fileName, { chain, hashes }, () => text.split("\n"), anchorText, trusted)
 }
 
 /**
- * {@link verifyAudit} with the chain already checked (by `verifyChainParallel`, say); `text` gives the
- * file's text, read only when the chain failed.
+ * {@link verifyAudit} with the chain already checked (by `verifyChainParallel`, say); `lines` gives the
+ * file's lines, read only when the chain failed.
  */
 export const verifyAuditChecked = (
   fileName: string,
   checked: ChainCheck,
-  text: () => string,
+  lines: () => ReadonlyArray<string>,
   anchorText: string | null,
   trusted: CheckpointKey | null
 ): FileVerification => {
   const chain = checked.chain
-  const hashes = allHashes(checked, text)
+  const hashes = allHashes(checked, lines)
   let anchor: Check
   let signatures: Check
   if (anchorText === null) {
