@@ -114,17 +114,26 @@ export const verifyChainParallel = async (
 ): Promise<VerifyResult> => {
   if (!(bytes.buffer instanceof SharedArrayBuffer) || bytes.length < (options.minBytes ?? PARALLEL_MIN_BYTES)) return verifyChainBytes(bytes, hashes)
   const shared = bytes.buffer
-  const parts = ranges(bytes, workerCount() + 1)
-  const [mine, ...theirs] = parts
-  const elsewhere = theirs.map(([from, to], i) =>
-    scanElsewhere(i, { shared, length: bytes.byteOffset + bytes.length, from: bytes.byteOffset + from, to: bytes.byteOffset + to }).then(
-      (t) => shift(t, -bytes.byteOffset),
-      () => scanLines(bytes, from, to)
-    )
+  const at = bytes.byteOffset
+  return verifyInRanges(bytes, hashes, workerCount() + 1, (i, from, to) =>
+    scanElsewhere(i, { shared, length: at + bytes.length, from: at + from, to: at + to }).then((t) => shift(t, -at))
   )
+}
+
+/**
+ * Pass 1 over `bytes` in `count` ranges of whole lines, the first on this thread and each other one
+ * through `elsewhere` (scanned here instead when that fails), then pass 2 over the tables in order.
+ */
+export const verifyInRanges = async (
+  bytes: Buffer,
+  hashes: Array<string> | null,
+  count: number,
+  elsewhere: (index: number, from: number, to: number) => Promise<LineTable>
+): Promise<VerifyResult> => {
+  const [mine, ...theirs] = ranges(bytes, count)
+  const others = theirs.map(([from, to], i) => elsewhere(i, from, to).catch(() => scanLines(bytes, from, to)))
   const first = scanLines(bytes, mine![0], mine![1])
-  const tables = [first, ...(await Promise.all(elsewhere))]
-  return linkLines(bytes, tables, hashes)
+  return linkLines(bytes, [first, ...(await Promise.all(others))], hashes)
 }
 
 /** A table read from the whole shared buffer, with offsets made relative to `bytes`. */

@@ -9,10 +9,10 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { FastCheck as fc } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
-import { PARALLEL_MIN_BYTES, readShared, verifyChainParallel } from "../../layers/chain-workers.js"
+import { PARALLEL_MIN_BYTES, readShared, verifyChainParallel, verifyInRanges } from "../../layers/chain-workers.js"
 import { recordLine, sealRecord } from "../../src/domain/audit-chain.js"
 import { GENESIS_HASH, type CallEntry } from "../../src/domain/audit-record.js"
-import { verifyChainBytes } from "../../src/domain/chain-verify.js"
+import { scanLines, verifyChainBytes } from "../../src/domain/chain-verify.js"
 import { decided } from "../../src/domain/verdict.js"
 import { runCli } from "../support/cli.js"
 
@@ -103,6 +103,29 @@ describe("verifyChainParallel", () => {
       expect(got.ok).toBe(e.kind === "torn" && e.at === 0)
     }
   }, 60_000)
+
+  it("any split into ranges gives the same result; a range whose worker fails is scanned here", async () => {
+    const text = lines.map((l) => `${l}\n`).join("")
+    const tampered = [...lines]
+    tampered[333] = tampered[333]!.replace(/"gate_ms":[0-9.e-]+/, '"gate_ms":-1')
+    for (const [t, index] of [
+      [text, null],
+      [tampered.map((l) => `${l}\n`).join("") + '{"torn', 334]
+    ] as const) {
+      const bytes = Buffer.from(t, "utf8")
+      const expected: Array<string> = []
+      const result = verifyChainBytes(bytes, expected)
+      expect(result.index).toBe(index)
+      for (const count of [1, 2, 3, 7, 50]) {
+        // every other range "fails on its worker" and is scanned on this thread
+        const got: Array<string> = []
+        const failing = (i: number, from: number, to: number) =>
+          i % 2 === 0 ? Promise.resolve(scanLines(bytes, from, to)) : Promise.reject(new Error("the worker died"))
+        expect(await verifyInRanges(bytes, got, count, failing)).toEqual(result)
+        expect(got).toEqual(expected)
+      }
+    }
+  })
 
   it("readShared reads a file into shared memory; a missing file is an error", async () => {
     const file = path.join(dir, "a.jsonl")
