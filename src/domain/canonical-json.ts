@@ -267,11 +267,36 @@ const canon = (value: unknown, key: string | number, depth: number): string => {
   }
 }
 
+/**
+ * The last object of many members written within the current top-level call, and its text: an
+ * object written twice in one value (an audit record's verdict is also its only layer) is written
+ * once. Reset by every top-level call. Reused no deeper than where it was written, so that the depth
+ * limit fails as it would without it. (A getter that answered differently on a second read would be
+ * read once; JSON values and the records the gate builds have none.)
+ */
+let lastObject: object | null = null
+let lastText = ""
+let lastDepth = 0
+const REMEMBER_MIN_KEYS = 8
+
 /** `obj`'s members (without its own member `omit`) as a canonical object; `obj` is already through `toJSON`. */
 const canonObject = (obj: object, depth: number, omit: string | null): string => {
+  if (obj === lastObject && omit === null && depth <= lastDepth) return lastText
   const ownKeys = Object.keys(obj)
   const n = ownKeys.length
   if (n === 0) return "{}"
+  if (n >= REMEMBER_MIN_KEYS && omit === null) {
+    const text = canonMembers(obj, ownKeys, depth)
+    lastObject = obj
+    lastText = text
+    lastDepth = depth
+    return text
+  }
+  return canonMembers(obj, ownKeys, depth, omit)
+}
+
+const canonMembers = (obj: object, ownKeys: ReadonlyArray<string>, depth: number, omit: string | null = null): string => {
+  const n = ownKeys.length
   const shape = shapeOf(ownKeys)
   const values: ReadonlyArray<unknown> = Object.values(obj)
   // a getter that removed a property would misalign the two lists: read by key then
@@ -297,6 +322,7 @@ const canonObject = (obj: object, depth: number, omit: string | null): string =>
  *   value that JSON cannot represent (undefined, function, symbol).
  */
 export const canonicalize = (value: unknown): string => {
+  lastObject = null
   const v = prepare(value, "")
   if (isOmitted(v)) fail(`top-level value of type ${typeof v} is not JSON`)
   return canon(v, "", 0)
@@ -309,6 +335,7 @@ export const canonicalize = (value: unknown): string => {
  * @throws CanonicalJsonError as {@link canonicalize}.
  */
 export const canonicalizeWithout = (obj: object, omit: string): string => {
+  lastObject = null
   if (Object.prototype.propertyIsEnumerable.call(obj, "toJSON") && typeof (obj as { toJSON?: unknown }).toJSON === "function") {
     const { [omit]: _omitted, ...rest } = obj as Record<string, unknown>
     return canonicalize(rest)
@@ -325,6 +352,7 @@ export const canonicalizeWithout = (obj: object, omit: string): string => {
  * @throws CanonicalJsonError as {@link canonicalize}.
  */
 export const canonicalizeAround = (obj: object, extra: ReadonlyArray<readonly [string, string | null]>): Array<string> | null => {
+  lastObject = null
   const ownKeys = Object.keys(obj)
   const shape = shapeOf(ownKeys)
   const keys = shape.keys

@@ -130,6 +130,36 @@ describe("canonicalize (fast) equals canonicalizeReference", () => {
     expect(() => canonicalize({ a: Number.NaN })).toThrow(CanonicalJsonError)
   })
 
+  it("an object written twice in one value is written the same both times, and never past the depth limit", () => {
+    // an object of many members (remembered once written) with nesting of its own
+    const many: Record<string, unknown> = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`k${i}`, { n: { m: [i] } }]))
+    const nest = (levels: number, inner: unknown): unknown => {
+      let v = inner
+      for (let i = 0; i < levels; i++) v = { d: v }
+      return v
+    }
+    const around = (v: Record<string, unknown>) => canonicalizeAround(v, [["zz", null]])?.join("|") ?? "null"
+    for (const value of [
+      { a: many, b: [many], c: many },
+      // written shallow first, then where it would pass the limit: the reference fails, and so must this
+      { a: many, b: nest(MAX_DEPTH - 3, many) },
+      // deep first (fails there), shallow after
+      { a: nest(MAX_DEPTH - 3, many), b: many },
+      // just inside the limit, both ways
+      { a: many, b: nest(MAX_DEPTH - 6, many) },
+      { a: nest(MAX_DEPTH - 6, many), b: many }
+    ]) {
+      sameAsReference(value)
+      expect(outcome(() => around(value))).toBe(outcome(() => canonicalizeReference(value).slice(0, -1) + ',"zz":|}'))
+    }
+    // a later call sees the object as it is then
+    const changing: Record<string, unknown> = { ...many }
+    const first = canonicalize({ x: changing, y: changing })
+    changing.k0 = "changed"
+    expect(canonicalize({ x: changing, y: changing })).not.toBe(first)
+    sameAsReference({ x: changing, y: changing })
+  })
+
   it("honours toJSON with the member key or index, and a toJSON that canonicalizes", () => {
     const keyed = { toJSON: (k: string) => ({ got: k }) }
     sameAsReference({ x: keyed, y: [keyed, keyed] })
