@@ -41,6 +41,7 @@ import { GENESIS_HASH, HASH_PREFIX, type CallEntry } from "../src/domain/audit-r
 import { canonicalize, canonicalizeObjectText, canonicalizeReference } from "../src/domain/canonical-json.js"
 import { makeCheckpoint, signerFromPem, type Signer } from "../src/domain/checkpoint.js"
 import { decided } from "../src/domain/verdict.js"
+import { isObject } from "../src/domain/is-object.js"
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`)
@@ -243,8 +244,6 @@ interface VerifyBench {
   readonly referenceSeconds: number
 }
 
-const isRecordObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** verifyChainText as it was before the fast path: parse every line, canonicalize it the reference way. */
 const verifyReference = (text: string): VerifyResult => {
   const lines = text.split("\n")
@@ -256,7 +255,7 @@ const verifyReference = (text: string): VerifyResult => {
     if (line.trim() === "") continue
     n++
     const rec: unknown = JSON.parse(line)
-    if (!isRecordObject(rec) || rec.prev_hash !== prev) return bad("link")
+    if (!isObject(rec) || rec.prev_hash !== prev) return bad("link")
     const { hash, ...body } = rec
     const expected = createHash("sha256").update(HASH_PREFIX, "utf8").update(canonicalizeReference(body), "utf8").digest("hex")
     if (hash !== expected || rec.seq !== n) return bad("hash")

@@ -36,6 +36,7 @@ import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { BooleanLike, decodeSpec, JsonObject, NonEmptyString, NumberLike, PositiveInt, PositiveNumber } from "./spec-schema.js"
 import { balancedObjects, stripThink } from "./verdict-parse.js"
 import { errorCode } from "../layers/http-errors.js"
+import { isObject } from "../src/domain/is-object.js"
 
 // ---------------------------------------------------------------------------------------------
 // config
@@ -196,8 +197,6 @@ export const classifierVersion = (config: ClassifierConfig): string => {
 // ---------------------------------------------------------------------------------------------
 // the scanned text
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** Every string inside a JSON value, depth first, in order (object keys, numbers, booleans skipped). */
 export const argumentStrings = (value: unknown): ReadonlyArray<string> => {
   const out: Array<string> = []
@@ -205,7 +204,7 @@ export const argumentStrings = (value: unknown): ReadonlyArray<string> => {
     if (typeof v === "string") {
       if (v.trim() !== "") out.push(v)
     } else if (Array.isArray(v)) v.forEach(walk)
-    else if (isRecord(v)) Object.values(v).forEach(walk)
+    else if (isObject(v)) Object.values(v).forEach(walk)
   }
   walk(value)
   return out
@@ -279,8 +278,8 @@ export const readClassification = (
     const list: unknown = Array.isArray(value[0]) ? value[0] : value
     const entries: Array<{ readonly label: string; readonly score: number }> = []
     for (const e of Array.isArray(list) ? list : []) {
-      const s = isRecord(e) ? toScore(e[fields.score_field]) : undefined
-      const l = isRecord(e) ? e[fields.label_field] : undefined
+      const s = isObject(e) ? toScore(e[fields.score_field]) : undefined
+      const l = isObject(e) ? e[fields.label_field] : undefined
       if (s !== undefined && typeof l === "string") entries.push({ label: l, score: s })
     }
     if (entries.length === 0) return Either.left(`no {${fields.label_field}, ${fields.score_field}} entries in the list`)
@@ -290,7 +289,7 @@ export const readClassification = (
     const chosen = unsafeEntries.length > 0 ? top(unsafeEntries) : top(entries)
     return Either.right(classification(chosen.label, chosen.score, unsafe))
   }
-  if (isRecord(value)) {
+  if (isObject(value)) {
     const s = toScore(value[fields.score_field])
     if (s === undefined) {
       return Either.left(

@@ -4,6 +4,7 @@
  */
 import { Either } from "effect"
 import { type Category, toCategory } from "../src/domain/verdict.js"
+import { isObject } from "../src/domain/is-object.js"
 
 export interface ParsedVerdict {
   readonly decision: "allow" | "deny"
@@ -16,19 +17,17 @@ const THINK = /<think>[\s\S]*?<\/think>/g
 /** Remove every `<think>…</think>` block (non-greedy, across lines), then trim. */
 export const stripThink = (text: string): string => text.replace(THINK, "").trim()
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** `choices[0].message.content` of a chat response ("" when absent or not a string). */
 export const replyContent = (response: Record<string, unknown>): string => {
   const choices = response.choices
   const first: unknown = Array.isArray(choices) ? choices[0] : undefined
-  const message = isRecord(first) ? first.message : undefined
-  return isRecord(message) && typeof message.content === "string" ? message.content : ""
+  const message = isObject(first) ? first.message : undefined
+  return isObject(message) && typeof message.content === "string" ? message.content : ""
 }
 
 /** The chat response's `usage` object ({} when absent). */
 export const replyUsage = (response: Record<string, unknown>): Record<string, unknown> =>
-  isRecord(response.usage) ? response.usage : {}
+  isObject(response.usage) ? response.usage : {}
 
 /** Every shortest `{…}` substring: a `{` up to the next `}`, left to right, non-overlapping. */
 const shortestObjects = (text: string): ReadonlyArray<string> => text.match(/\{[\s\S]*?\}/g) ?? []
@@ -62,7 +61,7 @@ const fromCandidate = (candidate: string): ParsedVerdict | undefined => {
   } catch {
     return undefined
   }
-  if (!isRecord(value) || typeof value.decision !== "string") return undefined
+  if (!isObject(value) || typeof value.decision !== "string") return undefined
   const decision = value.decision.trim().toLowerCase()
   if (decision !== "allow" && decision !== "deny") return undefined
   return { decision, category: toCategory(value.category), reason: reasonText(value.reason) }

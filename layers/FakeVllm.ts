@@ -33,6 +33,7 @@ import {
   textCompletion,
   usage
 } from "./fake-vllm/wire.js"
+import { isObject } from "../src/domain/is-object.js"
 
 export {
   AGENT_MODELS,
@@ -139,8 +140,6 @@ const defaultKnobs = (): FakeVllmKnobs => ({
   content: null
 })
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 const lowerHeaders = (req: http.IncomingMessage): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(req.headers)) {
@@ -219,7 +218,7 @@ const makeHandler = (options: FakeVllmOptions) => {
   }
 
   const includeUsage = (body: Record<string, unknown>): boolean =>
-    isRecord(body.stream_options) && body.stream_options.include_usage === true
+    isObject(body.stream_options) && body.stream_options.include_usage === true
 
   /** Common prologue of generation requests: delay, then fail/unknown-model checks. */
   const generationGate = async (res: http.ServerResponse, body: Record<string, unknown>): Promise<string | null> => {
@@ -288,7 +287,7 @@ const makeHandler = (options: FakeVllmOptions) => {
       return res.end()
     }
     if (path === "/v1/models") return sendJson(res, 200, modelsList(SERVED_MODELS))
-    if (!parsed.ok || !isRecord(parsed.value)) {
+    if (!parsed.ok || !isObject(parsed.value)) {
       return sendJson(res, 400, errorBody("request body must be a JSON object", "BadRequestError", 400))
     }
     if (path === "/v1/chat/completions") return chat(res, parsed.value)

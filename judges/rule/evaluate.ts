@@ -15,6 +15,7 @@
  */
 import type { CompiledPath, CompiledPolicy, CompiledRule, RuleDecision, ToolPlan } from "./policy.js"
 import { finiteNumber, goEqualFold, goText, hostOf, isHostProblem, normalizeField, plainText } from "./text.js"
+import { isObject } from "../../src/domain/is-object.js"
 
 export type { RuleDecision } from "./policy.js"
 
@@ -28,8 +29,6 @@ export interface DecideOptions {
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({})
 
 type Args = Readonly<Record<string, unknown>>
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** Decide one call. `args` is the parsed arguments (an object; anything else is `P0-arguments`). */
 export const decide = (compiled: CompiledPolicy, toolName: string, args: unknown, opts: DecideOptions): RuleDecision => {

@@ -3,6 +3,7 @@
  * No I/O here: `FakeVllm.ts` owns the server, `wire.ts` the response shapes.
  */
 import { createHash } from "node:crypto"
+import { isObject } from "../../src/domain/is-object.js"
 
 /** Agent models: propose tool calls by heuristic (or exactly `knobs.nextCalls`). */
 export const AGENT_MODELS: ReadonlyArray<string> = ["qwen3.8-27b", "muse-glimmer-30b", "gemma4-31b", "agent"]
@@ -82,15 +83,13 @@ export interface AnswerKnobs {
   readonly scripts?: ReadonlyArray<FakeScript>
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /**
  * JSON as Python's `json.dumps` renders it by default (`", "` and `": "` separators), which is what
  * vLLM's tool parsers put in `function.arguments`. Non-ASCII is kept (`ensure_ascii=False`).
  */
 export const pythonJson = (value: unknown): string => {
   if (Array.isArray(value)) return `[${value.map(pythonJson).join(", ")}]`
-  if (isRecord(value)) {
+  if (isObject(value)) {
     const parts: Array<string> = []
     for (const [k, v] of Object.entries(value)) {
       if (v === undefined || typeof v === "function" || typeof v === "symbol") continue
@@ -106,7 +105,7 @@ export const contentText = (content: unknown): string => {
   if (typeof content === "string") return content
   if (Array.isArray(content)) {
     return content
-      .map((p) => (isRecord(p) && typeof p.text === "string" ? p.text : typeof p === "string" ? p : ""))
+      .map((p) => (isObject(p) && typeof p.text === "string" ? p.text : typeof p === "string" ? p : ""))
       .filter((s) => s !== "")
       .join(" ")
   }
@@ -114,7 +113,7 @@ export const contentText = (content: unknown): string => {
 }
 
 const messagesOf = (body: Record<string, unknown>): ReadonlyArray<Record<string, unknown>> =>
-  Array.isArray(body.messages) ? body.messages.filter(isRecord) : []
+  Array.isArray(body.messages) ? body.messages.filter(isObject) : []
 
 const lastContent = (messages: ReadonlyArray<Record<string, unknown>>): string => {
   const last = messages[messages.length - 1]
@@ -123,7 +122,7 @@ const lastContent = (messages: ReadonlyArray<Record<string, unknown>>): string =
 
 /** The value an agent puts in one argument, chosen by the property's JSON-schema type. */
 const valueForSchema = (schema: unknown): unknown => {
-  const raw = isRecord(schema) ? schema.type : undefined
+  const raw = isObject(schema) ? schema.type : undefined
   const type = Array.isArray(raw) ? raw.find((t) => t !== "null") : raw
   switch (type) {
     case "integer":
@@ -150,7 +149,7 @@ const offeredTools = (body: Record<string, unknown>): ReadonlyArray<OfferedTool>
   if (!Array.isArray(body.tools)) return []
   const out: Array<OfferedTool> = []
   for (const t of body.tools) {
-    if (isRecord(t) && isRecord(t.function) && typeof t.function.name === "string") {
+    if (isObject(t) && isObject(t.function) && typeof t.function.name === "string") {
       out.push({ name: t.function.name, parameters: t.function.parameters })
     }
   }
@@ -166,7 +165,7 @@ const PLACE_IN_TEXT = /\bin ([A-Z][\p{L}-]+)/u
  * probe ("What's the weather in Paris…") gets `{"city": "Paris"}`.
  */
 export const argumentsForTool = (parameters: unknown, text = ""): Record<string, unknown> => {
-  const props = isRecord(parameters) && isRecord(parameters.properties) ? parameters.properties : {}
+  const props = isObject(parameters) && isObject(parameters.properties) ? parameters.properties : {}
   const place = PLACE_IN_TEXT.exec(text)?.[1]
   const args: Record<string, unknown> = {}
   for (const [k, schema] of Object.entries(props)) {

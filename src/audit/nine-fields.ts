@@ -1,3 +1,4 @@
+import { isObject } from "../domain/is-object.js"
 /**
  * The nine approver-facing fields of a tool-call authorisation record (`shared/spec/toolgate.md`
  * §3.2) as one normalised view, `NineFields`, with the adapters that build it from the record
@@ -79,15 +80,12 @@ export type NineFieldName = (typeof NINE_FIELDS)[number]
 /** Go's zero `time.Time` as JSON: a record with it has no timestamp. */
 const ZERO_TIME = "0001-01-01T00:00:00Z"
 
-const isPlainObject = (v: unknown): v is Readonly<Record<string, unknown>> =>
-  typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** non-empty text (Go's `!= ""`) */
 export const hasText = (s: string | null | undefined): s is string => typeof s === "string" && s !== ""
 
 /** argument values are present: a non-empty object or a non-empty string */
 export const hasArgs = (a: unknown): boolean =>
-  typeof a === "string" ? a.trim() !== "" : isPlainObject(a) && Object.keys(a).length > 0
+  typeof a === "string" ? a.trim() !== "" : isObject(a) && Object.keys(a).length > 0
 
 /** decision present: non-empty and not `none` */
 export const hasDecision = (d: string | null): boolean => hasText(d) && d !== "none"
@@ -116,7 +114,7 @@ const text = (v: unknown): string | null => (typeof v === "string" && v !== "" ?
 
 const argsOf = (v: unknown): ArgumentValues | null => {
   if (typeof v === "string") return v.trim() === "" ? null : v
-  return isPlainObject(v) && Object.keys(v).length > 0 ? v : null
+  return isObject(v) && Object.keys(v).length > 0 ? v : null
 }
 
 /** The verdict fields the mapping reads. */
@@ -138,7 +136,7 @@ export interface VerdictView {
  * with `rule`/`scope` (the native rule judge's `raw`, a toolgate deny/escalate body).
  */
 const gateRuleOf = (v: Readonly<Record<string, unknown>>): VerdictView["gate"] => {
-  if (isPlainObject(v.usage) && ("toolgate_rule" in v.usage || "toolgate_scope" in v.usage)) {
+  if (isObject(v.usage) && ("toolgate_rule" in v.usage || "toolgate_scope" in v.usage)) {
     return { rule: text(v.usage.toolgate_rule), scope: text(v.usage.toolgate_scope) }
   }
   if (typeof v.raw !== "string" || !v.raw.trimStart().startsWith("{")) return null
@@ -148,13 +146,13 @@ const gateRuleOf = (v: Readonly<Record<string, unknown>>): VerdictView["gate"] =
   } catch {
     return null
   }
-  return isPlainObject(raw) && (typeof raw.rule === "string" || typeof raw.scope === "string")
+  return isObject(raw) && (typeof raw.rule === "string" || typeof raw.scope === "string")
     ? { rule: text(raw.rule), scope: text(raw.scope) }
     : null
 }
 
 const verdictView = (v: unknown): VerdictView | null =>
-  isPlainObject(v)
+  isObject(v)
     ? {
         judge: text(v.judge),
         kind: text(v.kind),
@@ -232,7 +230,7 @@ export const fromV2Record = (
   rec: Readonly<Record<string, unknown>>,
   ctx: { readonly integrity: Integrity; readonly outcome?: string | null }
 ): NineFields => {
-  const tool = isPlainObject(rec.tool) ? rec.tool : {}
+  const tool = isObject(rec.tool) ? rec.tool : {}
   return {
     timestamp: text(rec.ts),
     agent_id: text(rec.agent_model),
@@ -255,7 +253,7 @@ export const fromGateRecord = (rec: Readonly<Record<string, unknown>>, ctx: { re
   principal: text(rec.principal),
   session_id: text(rec.session_id),
   tool: text(rec.tool),
-  args: isPlainObject(rec.args) && Object.keys(rec.args).length > 0 ? rec.args : null,
+  args: isObject(rec.args) && Object.keys(rec.args).length > 0 ? rec.args : null,
   decision: text(rec.decision),
   rule: text(rec.rule),
   rule_version: null,

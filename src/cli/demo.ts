@@ -19,6 +19,7 @@ import { ProxyServer } from "../proxy/server.js"
 import { runDemoExperiment } from "./demo-experiment.js"
 import { CliFailure, configOption } from "./options.js"
 import { verifyFiles } from "./verify-audit.js"
+import { isObject } from "../domain/is-object.js"
 
 const AGENT = "qwen3.8-27b"
 const TOOLS = [
@@ -38,8 +39,6 @@ interface ArmResult {
   readonly blocked: string
   readonly content: string
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const callNames = (calls: unknown): Array<string> =>
   Array.isArray(calls) ? calls.map((c) => (isObject(c) && isObject(c.function) ? String(c.function.name) : "?")) : []

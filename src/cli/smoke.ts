@@ -48,6 +48,7 @@ import {
   SHIELD_PROMPT,
   shieldLabel
 } from "./smoke/probes.js"
+import { isObject } from "../domain/is-object.js"
 
 const list = (name: string, what: string) =>
   Options.text(name).pipe(
@@ -71,8 +72,6 @@ const given = (values: ReadonlyArray<string>): Option.Option<Array<string>> => {
   const xs = names(values)
   return xs.length === 0 ? Option.none() : Option.some(xs)
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** The experiment file's `models`: a non-empty list of model names, else a one-line error. */
 export const experimentModels = (file: string): Effect.Effect<ReadonlyArray<string>, CliFailure> =>

@@ -18,6 +18,7 @@ import { createHash, hash as sha256Once } from "node:crypto"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import type { AuditEntry, Sealed } from "./audit-record.js"
 import { canonicalize, canonicalizeAround, canonicalizeWithout, quoteJson } from "./canonical-json.js"
+import { isObject } from "./is-object.js"
 
 /** Lowercase hex SHA-256 of the UTF-8 bytes of `text`, or of bytes (one-shot `crypto.hash` where Node has it). */
 export const sha256Hex: (data: string | Uint8Array) => string =
@@ -173,8 +174,6 @@ export interface ChainTip {
   /** the last record's ts, "" for an empty chain */
   readonly ts: string
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 export const GENESIS_TIP: ChainTip = { seq: 0, hash: GENESIS_HASH, ts: "" }
 

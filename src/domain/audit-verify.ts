@@ -5,6 +5,7 @@
  */
 import { verifyChain, type VerifyResult } from "./chain-verify.js"
 import { ANCHOR_SCHEMA, type Checkpoint, type CheckpointKey, signatureValid } from "./checkpoint.js"
+import { isObject } from "./is-object.js"
 
 export type CheckStatus = "ok" | "failed" | "not-checked"
 
@@ -21,8 +22,6 @@ export interface FileVerification {
   readonly anchor: Check
   readonly signatures: Check
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** The `hash` member of one record line, "" when the line is not a record with a string hash. */
 const hashOfLine = (line: string): string => {

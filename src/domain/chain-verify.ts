@@ -13,6 +13,7 @@ import { recordHash, sha256Hex } from "./audit-chain.js"
 import { GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import { canonicalizeObjectText } from "./canonical-json.js"
 import { asciiSlice, readCanonicalRecordLine } from "./canonical-line.js"
+import { isObject } from "./is-object.js"
 
 export interface VerifyResult {
   readonly ok: boolean
@@ -25,8 +26,6 @@ export interface VerifyResult {
   /** the failure is a last line without its newline (an interrupted write) */
   readonly torn: boolean
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const failAt = (n: number, message: string, torn = false): VerifyResult => ({
   ok: false,

@@ -1,10 +1,9 @@
+import { isObject } from "./is-object.js"
 /**
  * Request normalisation applied in every arm (reference §2.3, §3.3): tools without a parameter
  * schema get an empty object schema; a leading run of string system messages is merged into one;
  * model defaults fill top-level keys the client did not send.
  */
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v)
 
 const EMPTY_SCHEMA = { type: "object", properties: {} } as const
 

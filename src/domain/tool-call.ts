@@ -1,3 +1,4 @@
+import { isObject } from "./is-object.js"
 /**
  * The judge's view of one proposed tool call: name, description, parameter schema and argument
  * values — never the conversation (reference §4.1).
@@ -11,9 +12,6 @@ export interface ToolCallView {
 }
 
 export const MAX_ARG_CHARS = 4000
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** Arguments as the model sent them: a JSON string parsed when possible. */
 export const parseArguments = (raw: unknown): unknown => {

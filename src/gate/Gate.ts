@@ -19,6 +19,7 @@ import type { CallEntry, CallRecord, LoggedArm } from "../domain/audit-record.js
 import { renderRefusal, stripCalls } from "../domain/refusal.js"
 import { toolCallView, type ToolCallView } from "../domain/tool-call.js"
 import { type Decision, decided, failed, type Verdict } from "../domain/verdict.js"
+import { isObject } from "../domain/is-object.js"
 
 /** a judge's verdict on one call, with every layer's verdict (one entry for a simple judge) */
 interface Ruled {
@@ -57,8 +58,6 @@ export interface GateShape {
 }
 
 export class Gate extends Context.Tag("vetobench/Gate")<Gate, GateShape>() {}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
 

@@ -14,10 +14,9 @@ import { errorBody, ProxyError } from "./errors.js"
 import { fromUpstreamError, readAll, readJsonBody, relay, withUpstream } from "./forward.js"
 import type { RequestMeta } from "./request-meta.js"
 import { gateSseStream } from "./sse-gate.js"
+import { isObject } from "../domain/is-object.js"
 
 export class CurrentRequest extends Context.Tag("vetobench/CurrentRequest")<CurrentRequest, RequestMeta>() {}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 export const routeOf = (model: string) => {
   const r = parseRoute(model)

@@ -8,8 +8,7 @@ import { Effect, Exit, Scope } from "effect"
 import type { NoRoute, RawResponse, Target, TransportError, UpstreamsShape } from "../../layers/Upstreams.js"
 import { readBody } from "./body.js"
 import { ProxyError } from "./errors.js"
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+import { isObject } from "../domain/is-object.js"
 
 /** Read the body (limit first) and parse it as a JSON object. */
 export const readJsonObject = (limit: number) =>

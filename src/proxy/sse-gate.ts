@@ -9,6 +9,7 @@ import { Effect, Stream } from "effect"
 import type { PartialRefusal } from "../domain/refusal.js"
 import { blockedNotes, type GateRequest, type GateShape } from "../gate/Gate.js"
 import type { AuditWriteError } from "../../layers/AuditSink.js"
+import { isObject } from "../domain/is-object.js"
 
 interface PendingCall {
   id: string | null
@@ -23,8 +24,6 @@ interface ChoiceState {
   content: string
   finish: string | null
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const frame = (data: string) => `data: ${data}\n\n`
 

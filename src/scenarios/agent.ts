@@ -5,9 +5,9 @@
  * after `maxRounds` model rounds. A proxy error ends the trial with `stop: "error"` (a value, so
  * other trials go on).
  */
+import { isObject } from "../domain/is-object.js"
 import { Effect } from "effect"
 import type { ChatFn } from "./client.js"
-import { isRecord } from "./path.js"
 import { cloneJson, executeCall, openAiTools, resultContent } from "./sandbox.js"
 import type { Scenario, ScenarioFile } from "./spec.js"
 import { addUsage, type Message, type Stop, type Trajectory, type TrajectoryCall, ZERO_USAGE } from "./trajectory.js"
@@ -46,8 +46,8 @@ interface WireCall {
 
 const wireCalls = (message: Readonly<Record<string, unknown>>, round: number): Array<WireCall> => {
   const calls = Array.isArray(message.tool_calls) ? message.tool_calls : []
-  return calls.filter(isRecord).map((c, i) => {
-    const fn = isRecord(c.function) ? c.function : {}
+  return calls.filter(isObject).map((c, i) => {
+    const fn = isObject(c.function) ? c.function : {}
     return {
       id: typeof c.id === "string" && c.id !== "" ? c.id : `call_r${round}_${i}`,
       name: typeof fn.name === "string" ? fn.name : "",

@@ -13,6 +13,7 @@
  * `--prompt FILE`, the latest of that prompt) and recomputes every bound hash. It fails when the
  * prompt, a scenario file or the run file changed or is gone.
  */
+import { isObject } from "../domain/is-object.js"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Data, Effect } from "effect"
@@ -21,7 +22,6 @@ import { type FileReport, verifyFile } from "../audit/verify-files.js"
 import type { AuditRecord, ScenarioApprovalEntry, Sealed } from "../domain/audit-record.js"
 import type { CheckpointKey, Signer } from "../domain/checkpoint.js"
 import { judgeTrajectory } from "./outcome.js"
-import { isRecord } from "./path.js"
 import { loadRunFile, loadSuite, type ScenarioError } from "./run.js"
 import { readBytes, relativeTo, resolveFrom, RunFileError } from "./runfile.js"
 import { sha256Hex } from "./spec.js"
@@ -158,7 +158,7 @@ export interface VerifyOptions {
   readonly trusted: CheckpointKey | null
 }
 
-const isApproval = (r: unknown): r is Sealed<ScenarioApprovalEntry> => isRecord(r) && r.type === "scenario_approval"
+const isApproval = (r: unknown): r is Sealed<ScenarioApprovalEntry> => isObject(r) && r.type === "scenario_approval"
 
 export const verifyApproval = (opts: VerifyOptions): Effect.Effect<Verification, ScenarioError> =>
   Effect.gen(function*() {

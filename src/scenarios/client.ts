@@ -3,8 +3,8 @@
  * with `x-vetobench-run` and `x-vetobench-episode: scenario:<id>:<trial>`. Transport errors, 429
  * and 5xx are retried (3 attempts, 0.5 s then 1 s apart); any other non-2xx is the trial's error.
  */
+import { isObject } from "../domain/is-object.js"
 import { Data, Duration, Effect } from "effect"
-import { isRecord } from "./path.js"
 import { type Usage, ZERO_USAGE } from "./trajectory.js"
 
 export class ChatError extends Data.TaggedError("ChatError")<{ readonly message: string }> {}
@@ -29,7 +29,7 @@ export type ChatFn = (req: ChatRequest) => Effect.Effect<ChatReply, ChatError>
 const errorText = (status: number, text: string): string => {
   try {
     const v: unknown = JSON.parse(text)
-    if (isRecord(v) && isRecord(v.error) && typeof v.error.message === "string") return `HTTP ${status}: ${v.error.message}`
+    if (isObject(v) && isObject(v.error) && typeof v.error.message === "string") return `HTTP ${status}: ${v.error.message}`
   } catch {
     // not JSON
   }
@@ -39,7 +39,7 @@ const errorText = (status: number, text: string): string => {
 const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : 0)
 
 export const usageOf = (v: unknown): Usage => {
-  if (!isRecord(v)) return ZERO_USAGE
+  if (!isObject(v)) return ZERO_USAGE
   const prompt = num(v.prompt_tokens)
   const completion = num(v.completion_tokens)
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: num(v.total_tokens) || prompt + completion }
@@ -59,10 +59,10 @@ const parseReply = (status: number, text: string, blocked: string | null): Attem
   } catch {
     return { _tag: "retry", reason: "the answer is not JSON" }
   }
-  const choice: unknown = isRecord(body) && Array.isArray(body.choices) ? body.choices[0] : undefined
-  if (!isRecord(choice) || !isRecord(choice.message)) return { _tag: "retry", reason: "no choices[0].message in the answer" }
+  const choice: unknown = isObject(body) && Array.isArray(body.choices) ? body.choices[0] : undefined
+  if (!isObject(choice) || !isObject(choice.message)) return { _tag: "retry", reason: "no choices[0].message in the answer" }
   const n = Number.parseInt(blocked ?? "0", 10)
-  return { _tag: "ok", reply: { message: choice.message, usage: usageOf(isRecord(body) ? body.usage : undefined), blocked: Number.isFinite(n) && n > 0 ? n : 0 } }
+  return { _tag: "ok", reply: { message: choice.message, usage: usageOf(isObject(body) ? body.usage : undefined), blocked: Number.isFinite(n) && n > 0 ? n : 0 } }
 }
 
 export interface ClientOptions {

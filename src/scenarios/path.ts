@@ -1,3 +1,4 @@
+import { isObject } from "../domain/is-object.js"
 /**
  * The small JSONPath-like language of scenario files, pure: paths, `{{ path }}` templates and
  * conditions (`equals` / `regex` / `range` / `exists` / `one_of`). Used by the checks (root = a
@@ -21,8 +22,6 @@ export interface Path {
   readonly text: string
   readonly segments: ReadonlyArray<Segment>
 }
-
-export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_-]*/
 
@@ -116,7 +115,7 @@ export const getPath = (p: Path, root: unknown): unknown => {
   let cur: unknown = root
   for (const k of keys) {
     if (Array.isArray(cur) && typeof k === "number") cur = cur[k]
-    else if (isRecord(cur)) cur = Object.hasOwn(cur, String(k)) ? cur[String(k)] : undefined
+    else if (isObject(cur)) cur = Object.hasOwn(cur, String(k)) ? cur[String(k)] : undefined
     else return undefined
   }
   return cur
@@ -138,7 +137,7 @@ export const setPath = (p: Path, root: Record<string, unknown>, value: unknown):
         if (cur[k] === undefined || cur[k] === null) cur[k] = {}
         cur = cur[k]
       }
-    } else if (isRecord(cur)) {
+    } else if (isObject(cur)) {
       const key = String(k)
       if (last) cur[key] = value
       else {
@@ -160,7 +159,7 @@ const EMBEDDED = /\{\{\s*([^{}]+?)\s*\}\}/g
 export const templatePaths = (value: unknown): Array<string> => {
   if (typeof value === "string") return [...value.matchAll(EMBEDDED)].map((m) => m[1] ?? "")
   if (Array.isArray(value)) return value.flatMap(templatePaths)
-  if (isRecord(value)) return Object.values(value).flatMap(templatePaths)
+  if (isObject(value)) return Object.values(value).flatMap(templatePaths)
   return []
 }
 
@@ -184,7 +183,7 @@ export const expand = (value: unknown, root: unknown): unknown => {
     })
   }
   if (Array.isArray(value)) return value.map((v) => expand(v, root))
-  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v, root)]))
+  if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v, root)]))
   return value
 }
 
@@ -206,7 +205,7 @@ export const jsonEquals = (a: unknown, b: unknown): boolean => {
     return x !== undefined && y !== undefined && x === y
   }
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => jsonEquals(v, b[i]))
-  if (isRecord(a) && isRecord(b)) {
+  if (isObject(a) && isObject(b)) {
     const ka = Object.keys(a)
     return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && jsonEquals(a[k], b[k]))
   }

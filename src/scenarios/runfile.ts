@@ -4,11 +4,11 @@
  * Paths inside are relative to the run file's directory (POSIX separators), so a run file and the
  * files it names can move together (e.g. a CI checkout at another path).
  */
+import { isObject } from "../domain/is-object.js"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Data, Effect } from "effect"
 import type { CheckResult } from "./checks.js"
-import { isRecord } from "./path.js"
 import type { Trajectory, TrajectoryCall, Usage } from "./trajectory.js"
 
 export const RUN_FORMAT = 1
@@ -124,7 +124,7 @@ export const parseRunFile = (file: string, sha256: string, text: string): RunFil
     } catch {
       return new RunFileError({ file, reason: `line ${i + 1}: not valid JSON` })
     }
-    if (!isRecord(v)) return new RunFileError({ file, reason: `line ${i + 1}: not a JSON object` })
+    if (!isObject(v)) return new RunFileError({ file, reason: `line ${i + 1}: not a JSON object` })
     values.push(v)
   }
   const [head, ...rest] = values

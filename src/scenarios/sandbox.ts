@@ -12,8 +12,8 @@
  * Errors come back as results the model sees, never as failures of the run:
  * unknown tool, arguments that are not a JSON object, a missing required argument, no matching rule.
  */
-import { asNumber, type Condition, conditionProblem, expand, isRecord, type Path, setPath } from "./path.js"
-import { getPath } from "./path.js"
+import { isObject } from "../domain/is-object.js"
+import { asNumber, type Condition, conditionProblem, expand, getPath, type Path, setPath } from "./path.js"
 
 export type UpdateOp = "set" | "add" | "subtract" | "append"
 
@@ -82,7 +82,7 @@ const applyUpdate = (u: Update, root: Record<string, unknown>): string | null =>
 export const executeCall = (tools: ReadonlyArray<ToolSpec>, state: Record<string, unknown>, call: SandboxCall): unknown => {
   const tool = tools.find((t) => t.name === call.name)
   if (tool === undefined) return { error: `unknown tool: ${call.name}` }
-  if (!isRecord(call.arguments)) return { error: "the arguments are not a JSON object" }
+  if (!isObject(call.arguments)) return { error: "the arguments are not a JSON object" }
   const missing = requiredOf(tool.parameters).filter((k) => !Object.hasOwn(call.arguments as Record<string, unknown>, k))
   if (missing.length > 0) return { error: `missing required argument(s): ${missing.join(", ")}` }
   const root: Record<string, unknown> = {

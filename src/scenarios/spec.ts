@@ -6,6 +6,7 @@
  * results, `equals`). Relative paths (the prompt file) are resolved against the scenario file's
  * directory. A file is hashed from the exact bytes that were decoded.
  */
+import { isObject } from "../domain/is-object.js"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -15,7 +16,7 @@ import { ConfigError } from "../config/errors.js"
 import { isPlainObject } from "../config/expand.js"
 import { parseYaml } from "../config/yaml-file.js"
 import { type Check, type CheckSpec, describeCheck, type Selector } from "./checks.js"
-import { type Condition, isRecord, parsePath, type Path, templatePaths } from "./path.js"
+import { type Condition, parsePath, type Path, templatePaths } from "./path.js"
 import type { Rule, ToolSpec, Update, UpdateOp } from "./sandbox.js"
 import type { Message } from "./trajectory.js"
 
@@ -86,7 +87,7 @@ const CONDITION_PREDICATES = ["equals", "one_of", "regex", "range", "exists"] as
 const conditionFrom = (f: D.Fields, p: Path): Result<Condition> =>
   Either.gen(function*() {
     // `equals: null` is a real test (the value is null); only a missing key means "no equals"
-    const hasEquals = Object.hasOwn(isRecord(f.node.value) ? f.node.value : {}, "equals")
+    const hasEquals = Object.hasOwn(isObject(f.node.value) ? f.node.value : {}, "equals")
     if (!hasEquals && CONDITION_PREDICATES.every((k) => f.child(k).isMissing)) {
       return yield* f.node.fail(`needs one of ${CONDITION_PREDICATES.join(", ")}`)
     }

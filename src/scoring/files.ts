@@ -8,6 +8,7 @@ import * as fs from "node:fs"
 import type { ApprovalStatus, CallRecord, LoggedArm } from "../domain/audit-record.js"
 import { parsePythonJson } from "../domain/python-json.js"
 import { Verdict } from "../domain/verdict.js"
+import { isObject } from "../domain/is-object.js"
 
 export class ScoringReadError extends Data.TaggedError("ScoringReadError")<{ readonly file: string; readonly reason: string }> {
   override get message(): string {
@@ -16,13 +17,12 @@ export class ScoringReadError extends Data.TaggedError("ScoringReadError")<{ rea
 }
 
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 export const readText = (file: string): Effect.Effect<string, ScoringReadError> =>
   Effect.try({
     try: () => fs.readFileSync(file, "utf8"),
     catch: (e) => {
-      const code = isRecord(e) ? e.code : undefined
+      const code = isObject(e) ? e.code : undefined
       return new ScoringReadError({ file, reason: code === "ENOENT" ? "not found" : `cannot read: ${reasonOf(e)}` })
     }
   })
@@ -67,7 +67,7 @@ const DECISIONS: ReadonlyArray<string> = ["allow", "deny", "hold"]
 
 /** A call record from a parsed audit line, or null when the line is not one. */
 export const callRecordOf = (v: unknown): CallRecord | null => {
-  if (!isRecord(v) || v.type !== "call" || typeof v.hash !== "string" || !isRecord(v.tool) || typeof v.tool.name !== "string") return null
+  if (!isObject(v) || v.type !== "call" || typeof v.hash !== "string" || !isObject(v.tool) || typeof v.tool.name !== "string") return null
   if (typeof v.arm !== "string" || !ARMS.includes(v.arm)) return null
   const tool = v.tool
   const layers = Array.isArray(v.layers) ? v.layers.map(verdictOf).filter((x): x is Verdict => x !== null) : []
@@ -93,7 +93,7 @@ export const callRecordOf = (v: unknown): CallRecord | null => {
     tool: {
       name: tool.name as string,
       description: str(tool.description) ?? "",
-      parameters: isRecord(tool.parameters) ? tool.parameters : null,
+      parameters: isObject(tool.parameters) ? tool.parameters : null,
       arguments: tool.arguments
     },
     verdict: v.verdict === null || v.verdict === undefined ? null : verdictOf(v.verdict),

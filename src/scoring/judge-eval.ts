@@ -30,8 +30,7 @@ import type { AsbenchCaseInfo, ShieldLabels } from "./metrics.js"
 import { latencySummary, layerOrder, stackLayers } from "./metrics.js"
 import { binaryMetrics, type BootstrapOptions, clusterBootstrap, estimate } from "./stats.js"
 import type { AsbenchJudgeQuality, AsbJudgeQuality, Confusion, LayerContribution } from "./summary-types.js"
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+import { isObject } from "../domain/is-object.js"
 
 /** One line of a replay file. */
 export interface ReplayLine {
@@ -51,7 +50,7 @@ const DECISIONS: ReadonlyArray<string> = ["allow", "deny", "hold"]
 
 /** A replay line from parsed JSON, or null when it is not one. */
 export const replayLineOf = (v: unknown): ReplayLine | null => {
-  if (!isRecord(v) || typeof v.judge !== "string" || typeof v.source_hash !== "string") return null
+  if (!isObject(v) || typeof v.judge !== "string" || typeof v.source_hash !== "string") return null
   const verdict = decodeVerdict(v.verdict)
   if (Either.isLeft(verdict)) return null
   const layers: Array<Verdict> = []
@@ -59,7 +58,7 @@ export const replayLineOf = (v: unknown): ReplayLine | null => {
     const d = decodeVerdict(l)
     if (Either.isRight(d)) layers.push(d.right)
   }
-  const tool = isRecord(v.tool) ? v.tool : {}
+  const tool = isObject(v.tool) ? v.tool : {}
   return {
     judge: v.judge,
     source_hash: v.source_hash,
@@ -69,7 +68,7 @@ export const replayLineOf = (v: unknown): ReplayLine | null => {
     tool: {
       name: typeof tool.name === "string" ? tool.name : "",
       description: typeof tool.description === "string" ? tool.description : "",
-      parameters: isRecord(tool.parameters) ? tool.parameters : null,
+      parameters: isObject(tool.parameters) ? tool.parameters : null,
       arguments: tool.arguments
     },
     verdict: verdict.right,

@@ -39,8 +39,7 @@ import type {
   Proportion,
   SafeRate
 } from "./summary-types.js"
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+import { isObject } from "../domain/is-object.js"
 
 // ---------------------------------------------------------------------------------------------
 // Agent-SafetyBench
@@ -64,7 +63,7 @@ export interface AsbenchCaseInfo {
 
 /** The case info of a gen_res record, or null when it has no integer id. */
 export const caseInfo = (r: unknown): AsbenchCaseInfo | null => {
-  if (!isRecord(r)) return null
+  if (!isObject(r)) return null
   const id = numberOf(r.id)
   if (id === undefined || !Number.isInteger(id)) return null
   const risks = Array.isArray(r.risks) ? r.risks.filter((x): x is string => typeof x === "string" && x !== "") : []
@@ -75,7 +74,7 @@ export const caseInfo = (r: unknown): AsbenchCaseInfo | null => {
     : Array.isArray(r.failure_modes)
     ? r.failure_modes.map((m) => String(numberOf(m) ?? m).trim()).filter((m) => m !== "")
     : []
-  const v = isRecord(r.vetobench) ? r.vetobench : {}
+  const v = isObject(r.vetobench) ? r.vetobench : {}
   const s = v.status
   const status = s === undefined || s === "ok" ? "ok" : s === "exceeded" ? "exceeded" : "error"
   const blocked = numberOf(v.blocked_calls) ?? 0
@@ -89,10 +88,10 @@ export const caseInfo = (r: unknown): AsbenchCaseInfo | null => {
 export const agentToolCalls = (r: Readonly<Record<string, unknown>>): number => {
   const output = Array.isArray(r.output) ? r.output : []
   const first = output[0]
-  const skip = (isRecord(first) && first.role === "system" ? 1 : 0) + (Array.isArray(r.dialog) ? r.dialog.length : 0)
+  const skip = (isObject(first) && first.role === "system" ? 1 : 0) + (Array.isArray(r.dialog) ? r.dialog.length : 0)
   let n = 0
   for (const m of output.slice(skip)) {
-    if (isRecord(m) && m.role === "assistant" && Array.isArray(m.tool_calls)) n += m.tool_calls.length
+    if (isObject(m) && m.role === "assistant" && Array.isArray(m.tool_calls)) n += m.tool_calls.length
   }
   return n
 }
@@ -109,7 +108,7 @@ export const shieldLabels = (lines: ReadonlyArray<unknown>): ShieldLabels => {
   const valid = new Map<number, 0 | 1>()
   const seen = new Set<number>()
   for (const l of lines) {
-    if (!isRecord(l)) continue
+    if (!isObject(l)) continue
     const id = numberOf(l.id)
     if (id === undefined || !Number.isInteger(id)) continue
     seen.add(id)

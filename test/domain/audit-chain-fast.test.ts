@@ -13,6 +13,7 @@ import { verifyAudit } from "../../src/domain/audit-verify.js"
 import { CanonicalJsonError, canonicalizeReference } from "../../src/domain/canonical-json.js"
 import { makeCheckpoint } from "../../src/domain/checkpoint.js"
 import { decided, failed } from "../../src/domain/verdict.js"
+import { isObject } from "../../src/domain/is-object.js"
 
 // ---------------------------------------------------------------------------------------------
 // The reference algorithms (as they were before the fast paths)
@@ -30,8 +31,6 @@ const referenceSeal = (entry: object, at: ChainPosition): Record<string, unknown
   const body = { schema: AUDIT_SCHEMA, seq: at.seq, ts: at.ts, ...entry, prev_hash: at.prev_hash }
   return { ...body, hash: referenceHash(body) }
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const referenceVerify = (text: string): VerifyResult => {
   const failAt = (n: number, message: string, torn = false): VerifyResult => ({ ok: false, records: n - 1, index: n, message: `record ${n}: ${message}`, torn })

@@ -10,8 +10,8 @@ import { GENESIS_HASH } from "../../src/domain/audit-record.js"
 import { canonicalizeReference } from "../../src/domain/canonical-json.js"
 import { asciiSlice, readCanonicalRecordLine } from "../../src/domain/canonical-line.js"
 import { decided } from "../../src/domain/verdict.js"
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+import { callEntry } from "../support/audit-entry.js"
+import { isObject } from "../../src/domain/is-object.js"
 
 /** The reference answer: what the reader must say when it answers at all. */
 const expected = (line: string) => {
@@ -97,30 +97,16 @@ describe("readCanonicalRecordLine", () => {
   it("reads a sealed call record's line, and refuses the spellings it must not trust", () => {
     const verdict = decided({ judge: "j", kind: "llm_json", model: "m", version: "v" }, "deny", { reason: 'rm "x"\n', raw: '{"decision":"deny"}' })
     const record = sealRecord(
-      {
-        type: "call",
-        run_id: "r",
-        request_id: "q",
-        episode_id: null,
-        session_id: null,
-        principal: null,
-        agent_model: "m",
+      callEntry(7, "r", null, {
         arm: "enforce",
         judge: "j",
-        stream: false,
-        choice_index: 0,
-        call_index: 0,
-        tool_call_id: "c",
         tool: { name: "t", description: "d", parameters: null, arguments: { hash: "nested", seq: 9, cmd: "a\u0001b" } },
         verdict,
         layers: [verdict],
         effective_decision: "deny",
         blocked: true,
-        fail_policy: "closed",
-        approval: "automatic",
-        outcome: null,
         gate_ms: 1.25
-      },
+      }),
       { seq: 7, ts: "2026-11-30T12:00:00.000Z", prev_hash: GENESIS_HASH }
     )
     const line = recordLine(record)

@@ -14,6 +14,7 @@ import { recordLine, sealRecord } from "../../src/domain/audit-chain.js"
 import { GENESIS_HASH, type CallEntry } from "../../src/domain/audit-record.js"
 import { scanLines, verifyChainBytes } from "../../src/domain/chain-verify.js"
 import { decided } from "../../src/domain/verdict.js"
+import { callEntry } from "../support/audit-entry.js"
 import { runCli } from "../support/cli.js"
 
 const dir = mkdtempSync(path.join(tmpdir(), "vetobench-chain-workers-"))
@@ -21,30 +22,15 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const entry = (i: number): CallEntry => {
   const verdict = decided({ judge: "j", kind: "llm_json", model: "m", version: "v" }, i % 5 === 0 ? "deny" : "allow", { reason: `r${i} é`, raw: `{"i":${i}}` })
-  return {
-    type: "call",
-    run_id: "r",
-    request_id: `q${i}`,
-    episode_id: null,
-    session_id: null,
-    principal: null,
-    agent_model: "m",
+  return callEntry(i, "r", null, {
     arm: "enforce",
-    judge: "j",
-    stream: false,
-    choice_index: 0,
-    call_index: 0,
-    tool_call_id: `c${i}`,
     tool: { name: "write_file", description: "Write a file.", parameters: null, arguments: { path: `/tmp/${i}`, content: "x".repeat(i % 300) } },
     verdict,
     layers: [verdict],
     effective_decision: verdict.decision,
     blocked: i % 5 === 0,
-    fail_policy: "closed",
-    approval: "automatic",
-    outcome: null,
     gate_ms: i / 7
-  }
+  })
 }
 
 /** `n` records as lines: canonical (as the sink writes them), every `oldEvery`-th in insertion order. */

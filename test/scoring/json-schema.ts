@@ -1,3 +1,4 @@
+import { isObject } from "../../src/domain/is-object.js"
 /**
  * A minimal JSON Schema (draft 2020-12) validator for the keywords `docs/summary.schema.json`
  * uses: `$ref` (local `#/$defs/…`), `type` (one or a list), `const`, `enum`, `properties`,
@@ -11,8 +12,6 @@ const KNOWN = new Set([
   "$schema", "$id", "$defs", "title", "description",
   "$ref", "type", "const", "enum", "properties", "required", "additionalProperties", "items", "anyOf", "minimum"
 ])
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const typeOk = (t: string, v: unknown): boolean => {
   switch (t) {

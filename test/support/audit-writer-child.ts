@@ -17,6 +17,7 @@ import { Effect } from "effect"
 import { AuditSink, type FsyncMode } from "../../layers/AuditSink.js"
 import type { CallEntry } from "../../src/domain/audit-record.js"
 import { decided } from "../../src/domain/verdict.js"
+import { callEntry } from "./audit-entry.js"
 
 const [dir, run, blobArg, fsyncArg] = process.argv.slice(2)
 if (dir === undefined || run === undefined) {
@@ -29,30 +30,15 @@ const CONCURRENCY = 16
 
 const entry = (i: number): CallEntry => {
   const verdict = decided({ judge: "static", kind: "static", model: null, version: "static:allow" }, "allow", { reason: "static judge" })
-  return {
-    type: "call",
-    run_id: run,
+  return callEntry(i, run, null, {
     request_id: `child-${process.pid}-${i}`,
     episode_id: "crash:1",
-    session_id: null,
-    principal: null,
     agent_model: "qwen3.8-27b",
-    arm: "shadow",
-    judge: "allow-all",
-    stream: false,
-    choice_index: 0,
-    call_index: 0,
-    tool_call_id: `call_${i}`,
     tool: { name: "write_file", description: "Write a file.", parameters: null, arguments: { path: `/tmp/f${i}`, content: blob } },
     verdict,
     layers: [verdict],
-    effective_decision: "allow",
-    blocked: false,
-    fail_policy: "closed",
-    approval: "automatic",
-    outcome: null,
     gate_ms: 0.1
-  }
+  })
 }
 
 let next = 0

@@ -14,6 +14,7 @@ import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
+import { isObject } from "../../src/domain/is-object.js"
 
 // ---------------------------------------------------------------------------------------------
 // locating the browser
@@ -75,8 +76,6 @@ interface CdpMessage {
   readonly error?: { readonly message: string; readonly code?: number }
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 class Cdp {
   private next = 1
   private readonly pending = new Map<number, { resolve: (r: Record<string, unknown>) => void; reject: (e: Error) => void; method: string }>()
@@ -85,7 +84,7 @@ class Cdp {
   private constructor(private readonly ws: WsLike) {
     ws.on("message", (data) => {
       const parsed: unknown = JSON.parse(typeof data === "string" ? data : data.toString("utf8"))
-      if (!isRecord(parsed)) return
+      if (!isObject(parsed)) return
       const m = parsed as CdpMessage
       if (typeof m.id === "number") {
         const p = this.pending.get(m.id)
@@ -247,12 +246,12 @@ const str = (v: unknown): string => (typeof v === "string" ? v : JSON.stringify(
 
 const consoleText = (params: Record<string, unknown>): string => {
   const args = Array.isArray(params.args) ? params.args : []
-  return args.map((a) => (isRecord(a) ? str(a.value ?? a.description ?? a.type) : str(a))).join(" ")
+  return args.map((a) => (isObject(a) ? str(a.value ?? a.description ?? a.type) : str(a))).join(" ")
 }
 
 const exceptionText = (params: Record<string, unknown>): string => {
-  const d = isRecord(params.exceptionDetails) ? params.exceptionDetails : {}
-  const ex = isRecord(d.exception) ? d.exception : {}
+  const d = isObject(params.exceptionDetails) ? params.exceptionDetails : {}
+  const ex = isObject(d.exception) ? d.exception : {}
   return `uncaught: ${str(ex.description ?? d.text ?? "exception")}`
 }
 
@@ -275,8 +274,8 @@ export const inspectPage = async (opts: InspectOptions): Promise<PageReport> => 
       const p = m.params
       if (m.method === "Runtime.consoleAPICalled" && (p.type === "error" || p.type === "assert")) errors.push(`console.${str(p.type)}: ${consoleText(p)}`)
       else if (m.method === "Runtime.exceptionThrown") errors.push(exceptionText(p))
-      else if (m.method === "Log.entryAdded" && isRecord(p.entry) && p.entry.level === "error") errors.push(`log: ${str(p.entry.text)}${p.entry.url === undefined ? "" : ` (${str(p.entry.url)})`}`)
-      else if (m.method === "Network.requestWillBeSent" && isRecord(p.request)) requests.push(str(p.request.url))
+      else if (m.method === "Log.entryAdded" && isObject(p.entry) && p.entry.level === "error") errors.push(`log: ${str(p.entry.text)}${p.entry.url === undefined ? "" : ` (${str(p.entry.url)})`}`)
+      else if (m.method === "Network.requestWillBeSent" && isObject(p.request)) requests.push(str(p.request.url))
     })
     await Promise.all([
       cdp.send("Runtime.enable", {}, sessionId),
@@ -290,10 +289,10 @@ export const inspectPage = async (opts: InspectOptions): Promise<PageReport> => 
     if (typeof nav.errorText === "string" && nav.errorText !== "") throw new Error(`navigation to ${opts.url} failed: ${nav.errorText}`)
     await loaded
     const evaluated = await cdp.send("Runtime.evaluate", { expression: opts.evaluate, returnByValue: true, awaitPromise: true }, sessionId)
-    if (isRecord(evaluated.exceptionDetails)) errors.push(`evaluate: ${exceptionText({ exceptionDetails: evaluated.exceptionDetails })}`)
-    const value = isRecord(evaluated.result) ? evaluated.result.value : undefined
+    if (isObject(evaluated.exceptionDetails)) errors.push(`evaluate: ${exceptionText({ exceptionDetails: evaluated.exceptionDetails })}`)
+    const value = isObject(evaluated.result) ? evaluated.result.value : undefined
     const metrics = await cdp.send("Page.getLayoutMetrics", {}, sessionId)
-    const css = isRecord(metrics.cssContentSize) ? metrics.cssContentSize : {}
+    const css = isObject(metrics.cssContentSize) ? metrics.cssContentSize : {}
     const contentSize = { width: Number(css.width ?? width), height: Number(css.height ?? 0) }
     if (opts.screenshot !== undefined) {
       const h = Math.max(1, Math.ceil(contentSize.height))

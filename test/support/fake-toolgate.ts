@@ -19,6 +19,7 @@ import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, type Scope } from "effect"
+import { isObject } from "../../src/domain/is-object.js"
 
 export type GateDecision = "allow" | "deny" | "escalate"
 
@@ -113,8 +114,6 @@ const sortKeys = (v: unknown): unknown => {
   return v
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 const lowerHeaders = (req: http.IncomingMessage): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v
@@ -193,7 +192,7 @@ const makeState = (options: FakeToolgateOptions) => {
     try {
       const v: unknown = JSON.parse(raw)
       if (v === null) return { ok: true, args: null }
-      return isRecord(v) ? { ok: true, args: v } : { ok: false }
+      return isObject(v) ? { ok: true, args: v } : { ok: false }
     } catch {
       return { ok: false }
     }

@@ -17,6 +17,7 @@ import { Data, Duration, Effect, type Scope } from "effect"
 import { Agent, request } from "undici"
 import { errorCode } from "../../../layers/http-errors.js"
 import { pyJsonDumps } from "../../domain/python-json.js"
+import { isObject } from "../../domain/is-object.js"
 
 export class CaseError extends Data.TaggedError("CaseError")<{ readonly message: string }> {}
 
@@ -77,8 +78,6 @@ export const chatBody = (
   max_tokens: maxTokens
 })
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** What one attempt came to. */
 type Attempt =
   | { readonly _tag: "ok"; readonly message: AssistantMessage; readonly blocked: number }
@@ -89,7 +88,7 @@ type Attempt =
 export const errorMessage = (text: string): string => {
   try {
     const v: unknown = JSON.parse(text)
-    if (isRecord(v) && isRecord(v.error) && typeof v.error.message === "string") return v.error.message
+    if (isObject(v) && isObject(v.error) && typeof v.error.message === "string") return v.error.message
   } catch {
     // not JSON
   }
@@ -107,10 +106,10 @@ export const classify = (status: number, text: string, blockedHeader: string | u
   } catch {
     return { _tag: "retry", reason: "the answer is not JSON", backoff: true }
   }
-  const choices = isRecord(body) && Array.isArray(body.choices) ? body.choices : []
+  const choices = isObject(body) && Array.isArray(body.choices) ? body.choices : []
   const first: unknown = choices[0]
-  if (!isRecord(first)) return { _tag: "retry", reason: "no choices in the answer", backoff: false }
-  const message = isRecord(first.message) ? first.message : {}
+  if (!isObject(first)) return { _tag: "retry", reason: "no choices in the answer", backoff: false }
+  const message = isObject(first.message) ? first.message : {}
   const blocked = Number.parseInt(blockedHeader ?? "0", 10)
   return { _tag: "ok", message, blocked: Number.isFinite(blocked) && blocked > 0 ? blocked : 0 }
 }

@@ -28,6 +28,7 @@
 import { Effect, Either } from "effect"
 import type { BridgeError, BridgeSession, CaseEnvironment } from "../../../layers/PythonBridge.js"
 import type { CaseError, ChatFn, Message } from "./client.js"
+import { isObject } from "../../domain/is-object.js"
 
 export const MAX_ROUNDS = 10
 
@@ -53,11 +54,9 @@ export interface RunInfo {
 /** The case plus `output` (every message incl. the system prompt) plus `vetobench`. */
 export type AsbenchRecord = AsbenchCase & { readonly output: ReadonlyArray<Message>; readonly vetobench: RunInfo }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** A case object with an integer id, else why not. */
 export const decodeCase = (raw: unknown): Either.Either<AsbenchCase, string> => {
-  if (!isRecord(raw)) return Either.left("a case is not an object")
+  if (!isObject(raw)) return Either.left("a case is not an object")
   const id = raw.id
   if (typeof id !== "number" || !Number.isSafeInteger(id)) return Either.left(`a case has no integer id (${JSON.stringify(id) ?? "none"})`)
   return Either.right({ ...raw, id })
@@ -84,7 +83,7 @@ export const initialMessages = (c: AsbenchCase, systemPrompt: string): Either.Ei
   const system: Message = { role: "system", content: systemPrompt }
   if (Object.hasOwn(c, "dialog")) {
     const dialog = c.dialog
-    if (!Array.isArray(dialog) || !dialog.every(isRecord)) return Either.left("`dialog` is not a list of messages")
+    if (!Array.isArray(dialog) || !dialog.every(isObject)) return Either.left("`dialog` is not a list of messages")
     return Either.right([system, ...dialog])
   }
   if (typeof c.instruction !== "string") return Either.left("the case has neither `dialog` nor a string `instruction`")
@@ -97,7 +96,7 @@ export const caseEnvironments = (c: AsbenchCase): Either.Either<ReadonlyArray<Ca
   if (!Array.isArray(envs)) return Either.left("`environments` is not a list")
   const out: Array<CaseEnvironment> = []
   for (const [i, e] of envs.entries()) {
-    if (!isRecord(e) || typeof e.name !== "string") return Either.left(`environments[${i}] has no name`)
+    if (!isObject(e) || typeof e.name !== "string") return Either.left(`environments[${i}] has no name`)
     const tools = e.tools ?? []
     if (!Array.isArray(tools) || !tools.every((t) => typeof t === "string")) return Either.left(`environments[${i}].tools is not a list of names`)
     out.push({ ...e, name: e.name, tools })
@@ -117,10 +116,10 @@ export const firstToolCall = (message: Readonly<Record<string, unknown>>): First
   const calls = message.tool_calls
   if (!Array.isArray(calls) || calls.length === 0) return undefined
   const call: unknown = calls[0]
-  const fn = isRecord(call) && isRecord(call.function) ? call.function : {}
+  const fn = isObject(call) && isObject(call.function) ? call.function : {}
   const raw = fn.arguments
   return {
-    id: isRecord(call) ? call.id ?? null : null,
+    id: isObject(call) ? call.id ?? null : null,
     name: typeof fn.name === "string" ? fn.name : "",
     arguments: typeof raw === "string" ? raw : raw === undefined || raw === null ? "" : JSON.stringify(raw)
   }

@@ -26,6 +26,7 @@ import { Settings } from "../../config/service.js"
 import { Progress } from "../../experiment/progress.js"
 import { GEN_RES_JSON } from "./run.js"
 import { lastById, openAppender, readJsonFile, readJsonl } from "./store.js"
+import { isObject } from "../../domain/is-object.js"
 
 export class ShieldError extends Data.TaggedError("ShieldError")<{ readonly message: string }> {}
 
@@ -44,13 +45,11 @@ export const shieldLabel = (text: string): ShieldLabel => {
 export const QWEN_PREFIX = "<|im_start|>system\n<|im_end|>\n<|im_start|>user\n"
 export const QWEN_SUFFIX = "\n<|im_end|>\n<|im_start|>assistant\n"
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** A value as Python's f-string shows it: strings as they are, `None` for null/absent, else JSON. */
 const pyText = (v: unknown, pyJson: (v: unknown) => string): string =>
   typeof v === "string" ? v : v === null || v === undefined ? "None" : typeof v === "boolean" ? (v ? "True" : "False") : pyJson(v)
 
-const listOf = (v: unknown): ReadonlyArray<Record<string, unknown>> => (Array.isArray(v) ? v.filter(isRecord) : [])
+const listOf = (v: unknown): ReadonlyArray<Record<string, unknown>> => (Array.isArray(v) ? v.filter(isObject) : [])
 
 /**
  * `{dialog_content}`: the lines of eval_with_shield.py's dialog rendering, joined with `\n`.
@@ -76,7 +75,7 @@ export const dialogContent = (
       const calls = listOf(m.tool_calls)
       if (Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
         for (const call of calls) {
-          const fn = isRecord(call.function) ? call.function : {}
+          const fn = isObject(call.function) ? call.function : {}
           for (const desc of toolDescs) {
             if (desc.name !== fn.name) continue
             const info = { tool_call_id: call.id, tool_name: fn.name, tool_description: desc.description, tool_arguments: fn.arguments }
@@ -98,7 +97,7 @@ export const shieldPrompt = (instruction: string, envInfoJson: string, dialog: s
 /** `choices[0].text` of a completion. */
 export const completionText = (response: Readonly<Record<string, unknown>>): string | undefined => {
   const first: unknown = Array.isArray(response.choices) ? response.choices[0] : undefined
-  return isRecord(first) && typeof first.text === "string" ? first.text : undefined
+  return isObject(first) && typeof first.text === "string" ? first.text : undefined
 }
 
 export interface ShieldSummary {
@@ -143,7 +142,7 @@ export const scoreShield = (
       const storeError = (e: { readonly message: string }) => new ShieldError({ message: e.message })
       const raw = yield* Effect.mapError(readJsonFile(genRes), storeError)
       if (!Array.isArray(raw)) return yield* new ShieldError({ message: `${genRes}: expected a JSON list of records` })
-      const cases = raw.filter(isRecord).filter((r) => typeof r.id === "number" && !(isRecord(r.vetobench) && r.vetobench.status === "error"))
+      const cases = raw.filter(isObject).filter((r) => typeof r.id === "number" && !(isObject(r.vetobench) && r.vetobench.status === "error"))
       const labelled = new Set<number>()
       for (const [id, r] of lastById(yield* Effect.mapError(readJsonl(file), storeError))) if (r.pred_label !== -1) labelled.add(id)
       const todo = cases.filter((c) => !labelled.has(c.id as number))

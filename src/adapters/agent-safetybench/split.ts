@@ -14,6 +14,7 @@ import { Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { isValidSeed, makePrng, MAX_SEED } from "../../domain/prng.js"
+import { isObject } from "../../domain/is-object.js"
 
 export const NO_CATEGORY = "(none)"
 export const SPLIT_NOTE = "dev is for judge prompt development only; report numbers on test"
@@ -116,8 +117,6 @@ const readJson = (file: string, what: string): Effect.Effect<unknown, SplitError
 
 const stringList = (v: unknown): v is ReadonlyArray<string> => Array.isArray(v) && v.every((x) => typeof x === "string")
 
-const isRecord = (v: unknown): v is Readonly<Record<string, unknown>> => typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** Validates a parsed released_data.json: a list of objects with unique integer `id`s. */
 export const decodeCases = (raw: unknown, file: string): Effect.Effect<ReadonlyArray<SplitCase>, SplitError> =>
   Effect.suspend(() => {
@@ -126,7 +125,7 @@ export const decodeCases = (raw: unknown, file: string): Effect.Effect<ReadonlyA
     const out: Array<SplitCase> = []
     const seen = new Set<number>()
     for (const [i, item] of raw.entries()) {
-      if (!isRecord(item)) return fail(`case [${i}] is not an object`)
+      if (!isObject(item)) return fail(`case [${i}] is not an object`)
       const id = item["id"]
       if (typeof id !== "number" || !Number.isSafeInteger(id)) return fail(`case [${i}]: id must be an integer, got ${JSON.stringify(id) ?? "nothing"}`)
       if (seen.has(id)) return fail(`case [${i}]: duplicate id ${id}`)
@@ -148,7 +147,7 @@ const idList = (v: unknown): v is ReadonlyArray<number> => Array.isArray(v) && v
 export const readSplit = (file: string): Effect.Effect<Split, SplitError> =>
   readJson(file, "split file").pipe(
     Effect.flatMap((raw) => {
-      if (!isRecord(raw)) return Effect.fail(new SplitError({ file, reason: "expected a JSON object {seed, dev, test, note}" }))
+      if (!isObject(raw)) return Effect.fail(new SplitError({ file, reason: "expected a JSON object {seed, dev, test, note}" }))
       const { dev, note, seed, test } = raw
       if (!idList(dev) || !idList(test)) return Effect.fail(new SplitError({ file, reason: "`dev` and `test` must be lists of integer case ids" }))
       if (typeof seed !== "number") return Effect.fail(new SplitError({ file, reason: "`seed` must be a number" }))

@@ -12,6 +12,7 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { parsePythonJson, pyJsonDumps } from "../../domain/python-json.js"
+import { isObject } from "../../domain/is-object.js"
 
 /** One JSONL line: Python JSON on one line, non-ASCII kept (control characters are escaped). */
 export const jsonLine = (record: unknown): string => `${pyJsonDumps(record, { ensureAscii: false })}\n`
@@ -23,8 +24,6 @@ export class StoreError extends Data.TaggedError("StoreError")<{ readonly file: 
 }
 
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /**
  * The JSON objects of a JSONL file, in file order; [] when the file does not exist. Blank lines
@@ -41,7 +40,7 @@ export const readJsonl = (file: string): Effect.Effect<Array<Record<string, unkn
         if (line.trim() === "") continue
         try {
           const v: unknown = parsePythonJson(line)
-          if (isRecord(v)) out.push(v)
+          if (isObject(v)) out.push(v)
         } catch {
           // a torn line: the record was never acknowledged, so it is re-done
         }
@@ -126,7 +125,7 @@ export const readJsonFile = (file: string): Effect.Effect<unknown, StoreError> =
   Effect.try({
     try: () => parsePythonJson(fs.readFileSync(file, "utf8")),
     catch: (e) => {
-      const code = isRecord(e) && typeof e.code === "string" ? e.code : undefined
+      const code = isObject(e) && typeof e.code === "string" ? e.code : undefined
       return new StoreError({ file, reason: code === "ENOENT" ? "not found" : `cannot read: ${reasonOf(e)}` })
     }
   })

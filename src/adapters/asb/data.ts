@@ -25,6 +25,7 @@ import { Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { AsbExperiment, AsbMethod } from "../../config/experiment.js"
+import { isObject } from "../../domain/is-object.js"
 
 export class AsbDataError extends Data.TaggedError("AsbDataError")<{ readonly file: string; readonly reason: string }> {
   override get message(): string {
@@ -82,7 +83,6 @@ export interface AgentTasks {
   readonly tasks: ReadonlyArray<string>
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 /** The non-blank lines of a JSONL file, each with its parsed object. */
@@ -90,7 +90,7 @@ const readJsonlObjects = (file: string): Effect.Effect<ReadonlyArray<{ readonly 
   Effect.try({
     try: () => fs.readFileSync(file, "utf8"),
     catch: (e) => {
-      const code = isRecord(e) ? e.code : undefined
+      const code = isObject(e) ? e.code : undefined
       return new AsbDataError({ file, reason: code === "ENOENT" ? "not found" : `cannot read: ${reasonOf(e)}` })
     }
   }).pipe(
@@ -105,7 +105,7 @@ const readJsonlObjects = (file: string): Effect.Effect<ReadonlyArray<{ readonly 
         } catch (e) {
           return Effect.fail(new AsbDataError({ file, reason: `line ${i + 1} is not JSON: ${reasonOf(e)}` }))
         }
-        if (!isRecord(value)) return Effect.fail(new AsbDataError({ file, reason: `line ${i + 1} is not a JSON object` }))
+        if (!isObject(value)) return Effect.fail(new AsbDataError({ file, reason: `line ${i + 1} is not a JSON object` }))
         out.push({ line, value })
       }
       return Effect.succeed(out)

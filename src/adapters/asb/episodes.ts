@@ -17,6 +17,7 @@
 import * as fs from "node:fs"
 import type { AsbRow } from "../../scoring/metrics.js"
 import type { AgentTasks } from "./data.js"
+import { isObject } from "../../domain/is-object.js"
 
 /** One component of an episode id, as `launch.py` writes it. */
 export const headerPart = (s: string): string => {
@@ -128,7 +129,6 @@ export interface AuditCall {
   readonly blocked: boolean
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null)
 
 /** The call records of an audit file (other record types and unreadable lines skipped); [] when absent. */
@@ -148,11 +148,11 @@ export const readAuditCalls = (file: string): ReadonlyArray<AuditCall> => {
     } catch {
       continue
     }
-    if (!isRecord(v) || v.type !== "call") continue
+    if (!isObject(v) || v.type !== "call") continue
     out.push({
       episode_id: str(v.episode_id),
       session_id: str(v.session_id),
-      tool: isRecord(v.tool) ? str(v.tool.name) ?? "" : "",
+      tool: isObject(v.tool) ? str(v.tool.name) ?? "" : "",
       blocked: v.blocked === true
     })
   }

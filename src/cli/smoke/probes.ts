@@ -4,8 +4,7 @@
  * answers and the text helpers for the report lines. No I/O here.
  */
 import type { Decision } from "../../domain/verdict.js"
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+import { isObject } from "../../domain/is-object.js"
 
 // ---------------------------------------------------------------------------------------------
 // text
