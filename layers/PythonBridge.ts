@@ -28,6 +28,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { parsePythonJson, PyFloat, pyJson } from "../src/domain/python-json.js"
 import { BridgeProcess } from "./python-bridge/process.js"
+import { isObject } from "../src/domain/is-object.js"
 
 export class BridgeError extends Data.TaggedError("BridgeError")<{
   /** `setup`: no python3 / no checkout / bad checkout (one clear message naming what to install);
@@ -145,8 +146,6 @@ export interface PythonBridgeService extends PythonBridgeShape {
 
 const setupError = (message: string) => new BridgeError({ reason: "setup", message })
 const protocolError = (message: string) => new BridgeError({ reason: "protocol", message })
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The checkout must hold `environments/EnvManager.py`; one message naming the setting and the fix. */
 export const checkCheckout = (asbenchDir: string): Effect.Effect<void, BridgeError> =>
@@ -276,7 +275,7 @@ export const make = (options: PythonBridgeOptions): Effect.Effect<PythonBridgeSe
       anyProcess((p) => p.request({ op: "env_info", environments })).pipe(
         Effect.flatMap((a) =>
           typeof a.json === "string" && Array.isArray(a.tool_descs)
-            ? Effect.succeed({ json: a.json, toolDescs: a.tool_descs.filter(isRecord) })
+            ? Effect.succeed({ json: a.json, toolDescs: a.tool_descs.filter(isObject) })
             : Effect.fail(protocolError("env_info: answer without json/tool_descs"))
         )
       )
@@ -290,7 +289,7 @@ export const make = (options: PythonBridgeOptions): Effect.Effect<PythonBridgeSe
             return p.request({ op: "open_case", environments })
           }).pipe(
             Effect.flatMap((a) =>
-              Array.isArray(a.tools) && a.tools.every(isRecord)
+              Array.isArray(a.tools) && a.tools.every(isObject)
                 ? Effect.succeed(a.tools as ReadonlyArray<Record<string, unknown>>)
                 : Effect.fail(protocolError("open_case: answer without a tools list"))
             )

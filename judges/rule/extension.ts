@@ -15,6 +15,7 @@ import { DEFAULT_PROTECTED, compileProtected, isInside, normalizePath, normalize
 import { compilePath, type CompiledPath, isValidPath, type PolicyIssue, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
 import { compileTrajectory, type CompiledTrajectory, decodeTrajectoryRule, TRAJECTORY_KINDS, type TrajectorySpec } from "./trajectory.js"
 import { DEFAULT_SECRET_KEYS, findSecret, type HostAllow, hostAllowed, parseHostEntry, parseUrl, secretKeyName, UrlProblem } from "./url.js"
+import { isObject } from "../../src/domain/is-object.js"
 
 // ---------------------------------------------------------------------------------------------
 // the section as written
@@ -110,7 +111,6 @@ const EMPTY_SPEC: ExtensionSpec = {
 // ---------------------------------------------------------------------------------------------
 // decoding (strict: exact keys, unknown keys are errors)
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const describe = (u: unknown): string => (u === null ? "null" : Array.isArray(u) ? "a list" : typeof u === "object" ? "a mapping" : typeof u)
 
 const editDistance = (a: string, b: string): number => {
@@ -132,7 +132,7 @@ export class Reader {
   /** a mapping with only `known` keys (absent → null, no issue) */
   record(v: unknown, path: string, known: ReadonlyArray<string>, rule?: string): Record<string, unknown> | null {
     if (v === undefined || v === null) return null
-    if (!isRecord(v)) {
+    if (!isObject(v)) {
       this.fail(path, `must be a mapping, not ${describe(v)}`, rule)
       return null
     }
@@ -188,7 +188,7 @@ const ROLE_KEYS = ["arg", "class", "secrets"] as const
 const decodeTools = (v: unknown, spec: PolicySpec, rd: Reader): ReadonlyMap<string, ReadonlyArray<RoleSpec>> => {
   const out = new Map<string, ReadonlyArray<RoleSpec>>()
   if (v === undefined || v === null) return out
-  if (!isRecord(v)) {
+  if (!isObject(v)) {
     rd.fail("vetobench.tools", `must be a mapping of tools to roles, not ${describe(v)}`)
     return out
   }
@@ -287,7 +287,7 @@ const decodeTrusted = (v: unknown, rd: Reader): { headerFacts: Map<string, strin
   const constFacts = new Map<string, string>()
   const r = rd.record(v, "vetobench.trusted", ["headers", "facts"])
   if (r === null) return { headerFacts, constFacts }
-  const h = rd.record(r.headers, "vetobench.trusted.headers", Object.keys(isRecord(r.headers) ? r.headers : {}))
+  const h = rd.record(r.headers, "vetobench.trusted.headers", Object.keys(isObject(r.headers) ? r.headers : {}))
   if (h !== null)
     for (const [fact, header] of Object.entries(h)) {
       const name = rd.string(header, `vetobench.trusted.headers.${fact}`)
@@ -296,7 +296,7 @@ const decodeTrusted = (v: unknown, rd: Reader): { headerFacts: Map<string, strin
       else if (name.toLowerCase() === "authorization") rd.fail(`vetobench.trusted.headers.${fact}`, "the proxy never passes the authorization header to judges")
       else headerFacts.set(fact, name.toLowerCase())
     }
-  const f = rd.record(r.facts, "vetobench.trusted.facts", Object.keys(isRecord(r.facts) ? r.facts : {}))
+  const f = rd.record(r.facts, "vetobench.trusted.facts", Object.keys(isObject(r.facts) ? r.facts : {}))
   if (f !== null)
     for (const [fact, value] of Object.entries(f)) {
       if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") constFacts.set(fact, String(value))
@@ -316,7 +316,7 @@ const decodeRequires = (v: unknown, spec: PolicySpec, rd: Reader): ReadonlyArray
   const out: Array<RequireSpec> = []
   v.forEach((raw, i) => {
     const at = `vetobench.requires[${i}]`
-    const id = isRecord(raw) && typeof raw.id === "string" ? raw.id : undefined
+    const id = isObject(raw) && typeof raw.id === "string" ? raw.id : undefined
     const r = rd.record(raw, at, REQUIRE_KEYS, id)
     if (r === null) {
       if (raw === null) rd.fail(at, "must be a mapping, not null")

@@ -13,6 +13,7 @@ import { parseYaml } from "../../src/config/yaml-file.js"
 import { compileExtension, type CompiledExtension, decodeExtension } from "./extension.js"
 import { compileRe2 } from "./re2.js"
 import { normalizeField } from "./text.js"
+import { isObject } from "../../src/domain/is-object.js"
 
 // ---------------------------------------------------------------------------------------------
 // the policy as written
@@ -147,8 +148,6 @@ export class PolicyLoadError extends Data.TaggedError("PolicyLoadError")<{
 // ---------------------------------------------------------------------------------------------
 // decoding (Go encoding/json semantics)
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** Go matches JSON keys to struct fields ignoring case (with Unicode folding: `ſ` is `s`, `K` is `k`). */
 const foldKey = (k: string): string => k.toLowerCase().replace(/\u017f/g, "s")
 
@@ -229,7 +228,7 @@ const strList = (v: unknown, p: string, sink: Sink, rule?: string): Decoded<Read
 /** An object of strings, merged into `into` (Go decodes into the existing map). */
 const strMap = (v: unknown, p: string, sink: Sink, into: Map<string, string>): Map<string, string> => {
   if (v === null) return new Map()
-  if (!isRecord(v)) {
+  if (!isObject(v)) {
     sink.issues.push({ path: p, message: `must be a mapping of names to strings, not ${describe(v)}` })
     return into
   }
@@ -264,7 +263,7 @@ const emptyRule = (): { -readonly [K in keyof RuleSpec]: RuleSpec[K] } => ({
 const decodeRule = (v: unknown, where: string, sink: Sink): RuleSpec => {
   const r = emptyRule()
   if (v === null) return r
-  if (!isRecord(v)) {
+  if (!isObject(v)) {
     sink.issues.push({ path: where, message: `must be a mapping, not ${describe(v)}` })
     return r
   }
@@ -319,7 +318,7 @@ export const decodePolicy = (raw: unknown): Either.Either<DecodedPolicy, Readonl
   let lookups = new Map<string, ReadonlyMap<string, string>>()
   let tags = new Map<string, ReadonlyArray<string>>()
   let extension: unknown = undefined
-  if (raw !== null && !isRecord(raw)) {
+  if (raw !== null && !isObject(raw)) {
     return Either.left([{ path: "", message: `a policy must be a mapping (JSON object), not ${describe(raw)}` }])
   }
   const doc = raw ?? {}
@@ -346,7 +345,7 @@ export const decodePolicy = (raw: unknown): Either.Either<DecodedPolicy, Readonl
         break
       case "lookups":
         if (value === null) lookups = new Map()
-        else if (!isRecord(value)) sink.issues.push({ path: key, message: `must be a mapping of rule ids to tables, not ${describe(value)}` })
+        else if (!isObject(value)) sink.issues.push({ path: key, message: `must be a mapping of rule ids to tables, not ${describe(value)}` })
         else
           for (const [id, table] of Object.entries(value)) {
             lookups.set(id, table === null ? new Map() : strMap(table, `lookups.${id}`, sink, new Map()))
@@ -354,7 +353,7 @@ export const decodePolicy = (raw: unknown): Either.Either<DecodedPolicy, Readonl
         break
       case "tool_tags":
         if (value === null) tags = new Map()
-        else if (!isRecord(value)) sink.issues.push({ path: key, message: `must be a mapping of tools to lists of tags, not ${describe(value)}` })
+        else if (!isObject(value)) sink.issues.push({ path: key, message: `must be a mapping of tools to lists of tags, not ${describe(value)}` })
         else
           for (const [tool, list] of Object.entries(value)) {
             const d = strList(list, `tool_tags.${tool}`, sink)

@@ -19,6 +19,7 @@ import { Data, Effect } from "effect"
 import { readFileSync, existsSync } from "node:fs"
 import { createHash } from "node:crypto"
 import * as path from "node:path"
+import { isObject } from "../../src/domain/is-object.js"
 
 export class SkeletonError extends Data.TaggedError("SkeletonError")<{ readonly file: string; readonly reason: string }> {
   override get message(): string {
@@ -82,7 +83,6 @@ export interface Skeleton {
 
 export const SHARED_SCOPE = "shared"
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** Build the skeleton from cases and the environments' tools (`envs`: name → tools, for every environment the cases name). */
@@ -170,11 +170,11 @@ export const readCases = (file: string): Effect.Effect<ReadonlyArray<BenchCase>,
     if (!Array.isArray(raw)) return Effect.fail(new SkeletonError({ file, reason: "must be a list of cases" }))
     const cases: Array<BenchCase> = []
     for (const [i, c] of raw.entries()) {
-      if (!isRecord(c) || typeof c.id !== "number" || !Array.isArray(c.environments)) {
+      if (!isObject(c) || typeof c.id !== "number" || !Array.isArray(c.environments)) {
         return Effect.fail(new SkeletonError({ file, reason: `case ${i} has no numeric id or no environments list` }))
       }
       const environments = c.environments
-        .filter(isRecord)
+        .filter(isObject)
         .map((e) => ({ name: typeof e.name === "string" ? e.name : "", tools: Array.isArray(e.tools) ? e.tools.filter((t): t is string => typeof t === "string") : [] }))
         .filter((e) => e.name !== "")
       cases.push({ id: c.id, environments })
@@ -185,8 +185,8 @@ export const readCases = (file: string): Effect.Effect<ReadonlyArray<BenchCase>,
 /** The ids of a split file (`{ dev: [...], test: [...] }`, as `vetobench split` writes it). */
 export const readSplitIds = (file: string): Effect.Effect<ReadonlySet<number>, SkeletonError> =>
   Effect.flatMap(readJson(file), (raw) => {
-    const ids = isRecord(raw) ? [...(Array.isArray(raw.dev) ? raw.dev : []), ...(Array.isArray(raw.test) ? raw.test : [])] : []
-    if (!isRecord(raw) || ids.length === 0 || !ids.every((x) => typeof x === "number")) {
+    const ids = isObject(raw) ? [...(Array.isArray(raw.dev) ? raw.dev : []), ...(Array.isArray(raw.test) ? raw.test : [])] : []
+    if (!isObject(raw) || ids.length === 0 || !ids.every((x) => typeof x === "number")) {
       return Effect.fail(new SkeletonError({ file, reason: "is not a split file (dev and test lists of case ids)" }))
     }
     return Effect.succeed(new Set(ids as ReadonlyArray<number>))
@@ -206,7 +206,7 @@ export const readEnvironments = (dir: string, names: ReadonlyArray<string>): Eff
       if (!Array.isArray(raw)) return yield* new SkeletonError({ file, reason: "must be a list of tool schemas" })
       out.set(
         name,
-        raw.filter(isRecord).flatMap((t) =>
+        raw.filter(isObject).flatMap((t) =>
           typeof t.name === "string" ? [{ name: t.name, description: typeof t.description === "string" ? t.description : "", parameters: t.parameters ?? null }] : []
         )
       )

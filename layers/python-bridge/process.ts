@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { BridgeError } from "../PythonBridge.js"
 import { parsePythonJson, pyJson } from "../../src/domain/python-json.js"
+import { isObject } from "../../src/domain/is-object.js"
 
 /** Keeps the last `capacity` characters written to it. */
 export class RingBuffer {
@@ -47,8 +48,6 @@ export interface Hello {
 }
 
 type Outcome = { readonly _tag: "line"; readonly line: string } | { readonly _tag: "dead" }
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const REASONS: ReadonlyArray<BridgeError["reason"]> = ["setup", "crashed", "protocol", "case", "bad_arguments"]
 
@@ -288,8 +287,8 @@ export class BridgeProcess {
         } catch {
           parsed = undefined
         }
-        if (isRecord(parsed) && isRecord(parsed.hello)) return Effect.succeed(parsed.hello as unknown as Hello)
-        if (isRecord(parsed) && isRecord(parsed.error) && typeof parsed.error.message === "string") {
+        if (isObject(parsed) && isObject(parsed.hello)) return Effect.succeed(parsed.hello as unknown as Hello)
+        if (isObject(parsed) && isObject(parsed.error) && typeof parsed.error.message === "string") {
           return Effect.fail(new BridgeError({ reason: "setup", message: parsed.error.message }))
         }
         return Effect.fail(new BridgeError({ reason: "setup", message: withTail(`the bridge started with an unreadable line: ${line.slice(0, 200)}`, this.stderr.tail()) }))
@@ -305,12 +304,12 @@ export class BridgeProcess {
       this.kill("unreadable answer")
       return Effect.fail(new BridgeError({ reason: "protocol", message: `unreadable answer to ${op}: ${e instanceof Error ? e.message : String(e)}` }))
     }
-    if (!isRecord(parsed) || parsed.id !== id) {
+    if (!isObject(parsed) || parsed.id !== id) {
       this.kill("answer out of step")
       return Effect.fail(new BridgeError({ reason: "protocol", message: `answer to ${op} out of step (expected id ${id}): ${text.slice(0, 200)}` }))
     }
     if (parsed.error !== undefined) {
-      const err = isRecord(parsed.error) ? parsed.error : {}
+      const err = isObject(parsed.error) ? parsed.error : {}
       const reason = REASONS.find((r) => r === err.reason) ?? "protocol"
       const message = typeof err.message === "string" ? err.message : `bridge error in ${op}`
       return Effect.fail(new BridgeError({ reason, message }))
