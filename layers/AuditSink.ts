@@ -22,6 +22,7 @@ import * as path from "node:path"
 import { GENESIS_TIP, lastRecordOf, preparedRecord, prepareEntry, recordLine, sealPrepared, sealRecord } from "../src/domain/audit-chain.js"
 import type { VerifyResult } from "../src/domain/chain-verify.js"
 import { readShared, verifyChainParallel } from "./chain-workers.js"
+import { readFailure } from "./file-errors.js"
 import type { ChainPosition, ChainTip, PreparedEntry } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
 import { makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
@@ -702,16 +703,7 @@ export const verifyAuditFile = (file: string): Effect.Effect<VerifyResult & { re
   return Effect.tryPromise({
     try: () => readShared(abs),
     catch: (cause) =>
-      new AuditReadError({
-        file: abs,
-        reason:
-          codeOf(cause) === "ENOENT"
-            ? "file not found"
-            : codeOf(cause) === "EISDIR"
-              ? "is a directory"
-              : `cannot read: ${reasonOf(cause)}`,
-        cause
-      })
+      new AuditReadError({ file: abs, reason: readFailure(cause), cause })
   }).pipe(
     Effect.flatMap((bytes) => Effect.promise(() => verifyChainParallel(bytes, null))),
     Effect.map((result) => ({ ...result, file: abs }))

@@ -26,6 +26,7 @@ import { Data, Effect, Either } from "effect"
 import { formatIssue, loadPolicyFile } from "../../judges/rule/policy.js"
 import { verifyChainText } from "../domain/chain-verify.js"
 import { AUDIT_SCHEMA } from "../domain/audit-record.js"
+import { readFailure } from "../../layers/file-errors.js"
 import {
   countFieldsPresent,
   fieldsPresent,
@@ -448,19 +449,7 @@ const codeOf = (cause: unknown): unknown =>
 export const readText = (file: string): Effect.Effect<string, AuditScoreError> =>
   Effect.tryPromise({
     try: () => fs.readFile(file, "utf8"),
-    catch: (cause) => {
-      const code = codeOf(cause)
-      return new AuditScoreError({
-        file,
-        reason: code === "ENOENT" ? "not-found" : "unreadable",
-        detail:
-          code === "ENOENT"
-            ? "file not found"
-            : code === "EISDIR"
-              ? "is a directory"
-              : `cannot read: ${cause instanceof Error ? cause.message : String(cause)}`
-      })
-    }
+    catch: (cause) => new AuditScoreError({ file, reason: codeOf(cause) === "ENOENT" ? "not-found" : "unreadable", detail: readFailure(cause) })
   })
 
 /** Read and analyse one audit file. */

@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { Data, Effect } from "effect"
 import { anchorFileFor } from "../../layers/AuditSink.js"
 import { readShared, verifyChainParallel } from "../../layers/chain-workers.js"
+import { readFailure } from "../../layers/file-errors.js"
 import { verifyAuditChecked, type FileVerification } from "../domain/audit-verify.js"
 import { type CheckpointKey, publicKeyFromPem } from "../domain/checkpoint.js"
 
@@ -13,10 +14,7 @@ export class AuditInputError extends Data.TaggedError("AuditInputError")<{ reado
   }
 }
 
-const readError = (file: string, e: unknown): AuditInputError => {
-  const code = typeof e === "object" && e !== null && "code" in e ? String(e.code) : ""
-  return new AuditInputError({ file, reason: code === "ENOENT" ? "file not found" : code === "EISDIR" ? "is a directory" : `cannot read (${code || String(e)})` })
-}
+const readError = (file: string, e: unknown): AuditInputError => new AuditInputError({ file, reason: readFailure(e) })
 
 const read = (file: string) => Effect.try({ try: () => readFileSync(file, "utf8"), catch: (e) => readError(file, e) })
 
