@@ -9,6 +9,7 @@ import { Pool, type Dispatcher } from "undici"
 import { Settings } from "../src/config/service.js"
 import type { Settings as SettingsShape, UpstreamSettings } from "../src/config/settings.js"
 import { applyModelDefaults } from "../src/domain/normalise.js"
+import { isObject } from "../src/domain/is-object.js"
 import { errorCode, TLS_CODES } from "./http-errors.js"
 
 export class NoRoute extends Data.TaggedError("NoRoute")<{ readonly model: string }> {
@@ -212,10 +213,8 @@ export const make = (settings: SettingsShape) =>
               try: () => JSON.parse(text) as unknown,
               catch: () => new UpstreamUnavailable({ upstream: name, reason: `answer is not JSON: ${text.slice(0, 200)}` })
             })
-            if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-              return yield* new UpstreamUnavailable({ upstream: name, reason: "answer is not a JSON object" })
-            }
-            return parsed as Record<string, unknown>
+            if (!isObject(parsed)) return yield* new UpstreamUnavailable({ upstream: name, reason: "answer is not a JSON object" })
+            return parsed
           }).pipe(
             Effect.timeoutFail({
               duration: Duration.seconds(timeout_s),
