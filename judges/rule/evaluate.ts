@@ -53,16 +53,6 @@ export const decide = (compiled: CompiledPolicy, toolName: string, args: unknown
   return plan.allow
 }
 
-/**
- * The effective grant check on its own: the policy grant narrowed by the caller's scopes covers
- * `scope` (exported for tests and for callers that show the effective grant).
- */
-export const narrowedGrant = (granted: ReadonlyArray<string>, caller: ReadonlyArray<string> | null): ReadonlyArray<string> => {
-  if (caller === null) return granted
-  if (granted.includes("*")) return caller
-  return granted.filter((g) => caller.includes(g) || caller.includes("*"))
-}
-
 /** `X-Scopes` as the Go gate reads it: comma-separated, items trimmed, empties dropped (present but empty → []). */
 export const parseScopesHeader = (header: string | undefined): ReadonlyArray<string> | null =>
   header === undefined

@@ -12,7 +12,7 @@
 import { allowedBy, type CommandAllow, parseCommand, runsInterpreter } from "./command.js"
 import { Many, resolveArg, Unresolved, valuesAt } from "./evaluate.js"
 import { DEFAULT_PROTECTED, compileProtected, isInside, normalizePath, normalizePosix, PathProblem, protectedProblem, type ProtectedSet } from "./paths.js"
-import { compilePath, type CompiledPath, isValidPath, type PolicyIssue, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
+import { compilePath, type CompiledPath, describe, isValidPath, type PolicyIssue, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
 import { compileTrajectory, type CompiledTrajectory, decodeTrajectoryRule, TRAJECTORY_KINDS, type TrajectorySpec } from "./trajectory.js"
 import { DEFAULT_SECRET_KEYS, findSecret, type HostAllow, hostAllowed, parseHostEntry, parseUrl, secretKeyName, UrlProblem } from "./url.js"
 import { isObject } from "../../src/domain/is-object.js"
@@ -110,8 +110,6 @@ const EMPTY_SPEC: ExtensionSpec = {
 
 // ---------------------------------------------------------------------------------------------
 // decoding (strict: exact keys, unknown keys are errors)
-
-const describe = (u: unknown): string => (u === null ? "null" : Array.isArray(u) ? "a list" : typeof u === "object" ? "a mapping" : typeof u)
 
 const editDistance = (a: string, b: string): number => {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j)

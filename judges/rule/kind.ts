@@ -33,7 +33,7 @@ import type { JudgeKind, JudgeKindPlugin } from "../registry.js"
 import { BooleanLike, decodeSpec, NonEmptyString } from "../spec-schema.js"
 import { decide, parseScopesHeader, type RuleDecision } from "./evaluate.js"
 import { decideExtension, ENVIRONMENTS_HEADER, resolveToolName } from "./extension.js"
-import { formatWarning, lintPolicy, type PolicyWarning } from "./lint.js"
+import { formatWarning, lintPolicy } from "./lint.js"
 import { type LoadedPolicy, loadPolicyFile, RAW_JSON } from "./policy.js"
 import { TrajectoryState } from "./trajectory.js"
 
@@ -178,7 +178,7 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
 }
 
 /** The `rule` kind; relative policy paths resolve against `root`. Lint warnings are logged at start-up. */
-export const makeRuleKind = (root: string, onWarnings?: (judge: string, warnings: ReadonlyArray<PolicyWarning>) => void): JudgeKind => ({
+export const makeRuleKind = (root: string): JudgeKind => ({
   kind: "rule",
   make: (name, spec) =>
     Effect.gen(function* () {
@@ -186,9 +186,7 @@ export const makeRuleKind = (root: string, onWarnings?: (judge: string, warnings
       const loaded = yield* loadPolicyFile(config.policy, root).pipe(
         Effect.mapError((e) => new JudgeConfigError({ judge: name, path: "policy", reason: e.message }))
       )
-      const warnings = lintPolicy(loaded)
-      if (onWarnings !== undefined) onWarnings(name, warnings)
-      yield* Effect.forEach(warnings, (w) =>
+      yield* Effect.forEach(lintPolicy(loaded), (w) =>
         Effect.logWarning(`judges.${name}: policy ${loaded.file}: ${formatWarning(w)}`).pipe(
           Effect.annotateLogs({ judge: name, ...(w.rule !== undefined ? { rule: w.rule } : {}), ...(w.key !== undefined ? { key: w.key } : {}) })
         )

@@ -13,6 +13,7 @@ import {
   EACH_KINDS,
   EXTENSION_KEY,
   isValidPath,
+  KIND_KEYS,
   type RuleKey,
   RULE_KEYS,
   type RuleSpec,
@@ -29,22 +30,6 @@ export interface PolicyWarning {
 export const formatWarning = (w: PolicyWarning): string =>
   `${w.rule !== undefined ? `rule ${w.rule}: ` : ""}${w.key !== undefined && w.rule === undefined ? `${w.key}: ` : ""}${w.message}`
 
-/** The keys each kind reads besides id, tool, tag, kind, effect, message. */
-const KIND_KEYS: Readonly<Record<string, ReadonlyArray<RuleKey>>> = {
-  ceiling: ["arg", "max", "each"],
-  floor: ["arg", "min", "each"],
-  allowlist: ["arg", "allowed", "each"],
-  denylist: ["arg", "denied", "each"],
-  suffix: ["arg", "allowed", "each"],
-  prefix: ["arg", "allowed", "each"],
-  pattern: ["arg", "pattern", "each"],
-  domain: ["arg", "allowed", "each"],
-  sensitive_field: ["arg", "field", "each"],
-  lookup: ["arg", "match_arg"],
-  max_items: ["arg", "max"],
-  compare: ["arg", "match_arg", "op"],
-  tool: []
-}
 const COMMON_KEYS: ReadonlyArray<RuleKey> = ["id", "tool", "tag", "kind", "effect", "message"]
 
 const distance = (a: string, b: string): number => {

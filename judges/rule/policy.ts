@@ -35,18 +35,25 @@ export const RULE_KINDS = [
 ] as const
 export type RuleKind = (typeof RULE_KINDS)[number]
 
+/** The keys each kind reads besides id, tool, tag, kind, effect, message. */
+export const KIND_KEYS: Readonly<Record<string, ReadonlyArray<RuleKey>>> = {
+  ceiling: ["arg", "max", "each"],
+  floor: ["arg", "min", "each"],
+  allowlist: ["arg", "allowed", "each"],
+  denylist: ["arg", "denied", "each"],
+  suffix: ["arg", "allowed", "each"],
+  prefix: ["arg", "allowed", "each"],
+  pattern: ["arg", "pattern", "each"],
+  domain: ["arg", "allowed", "each"],
+  sensitive_field: ["arg", "field", "each"],
+  lookup: ["arg", "match_arg"],
+  max_items: ["arg", "max"],
+  compare: ["arg", "match_arg", "op"],
+  tool: []
+}
+
 /** Kinds that may set `each: true` (they check one value at a time). */
-export const EACH_KINDS: ReadonlySet<string> = new Set([
-  "ceiling",
-  "floor",
-  "allowlist",
-  "denylist",
-  "suffix",
-  "prefix",
-  "pattern",
-  "domain",
-  "sensitive_field"
-])
+export const EACH_KINDS: ReadonlySet<string> = new Set(Object.keys(KIND_KEYS).filter((k) => KIND_KEYS[k]!.includes("each")))
 
 export const COMPARE_OPS = ["lt", "le", "gt", "ge", "eq", "ne"] as const
 export type CompareOp = (typeof COMPARE_OPS)[number]
@@ -151,7 +158,7 @@ export class PolicyLoadError extends Data.TaggedError("PolicyLoadError")<{
 /** Go matches JSON keys to struct fields ignoring case (with Unicode folding: `ſ` is `s`, `K` is `k`). */
 const foldKey = (k: string): string => k.toLowerCase().replace(/\u017f/g, "s")
 
-const describe = (u: unknown): string => (u === null ? "null" : Array.isArray(u) ? "a list" : typeof u === "object" ? "a mapping" : typeof u)
+export const describe = (u: unknown): string => (u === null ? "null" : Array.isArray(u) ? "a list" : typeof u === "object" ? "a mapping" : typeof u)
 
 interface Sink {
   readonly issues: Array<PolicyIssue>

@@ -19,6 +19,7 @@ import { Data, Effect } from "effect"
 import { readFileSync, existsSync } from "node:fs"
 import { createHash } from "node:crypto"
 import * as path from "node:path"
+import { readSplit } from "../../src/adapters/agent-safetybench/split.js"
 import { isObject } from "../../src/domain/is-object.js"
 
 export class SkeletonError extends Data.TaggedError("SkeletonError")<{ readonly file: string; readonly reason: string }> {
@@ -182,15 +183,12 @@ export const readCases = (file: string): Effect.Effect<ReadonlyArray<BenchCase>,
     return Effect.succeed(cases)
   })
 
-/** The ids of a split file (`{ dev: [...], test: [...] }`, as `vetobench split` writes it). */
+/** The dev and test ids of a split file (as `vetobench split` writes it). */
 export const readSplitIds = (file: string): Effect.Effect<ReadonlySet<number>, SkeletonError> =>
-  Effect.flatMap(readJson(file), (raw) => {
-    const ids = isObject(raw) ? [...(Array.isArray(raw.dev) ? raw.dev : []), ...(Array.isArray(raw.test) ? raw.test : [])] : []
-    if (!isObject(raw) || ids.length === 0 || !ids.every((x) => typeof x === "number")) {
-      return Effect.fail(new SkeletonError({ file, reason: "is not a split file (dev and test lists of case ids)" }))
-    }
-    return Effect.succeed(new Set(ids as ReadonlyArray<number>))
-  })
+  readSplit(file).pipe(
+    Effect.map((s) => new Set([...s.dev, ...s.test])),
+    Effect.mapError((e) => new SkeletonError({ file: e.file, reason: e.reason }))
+  )
 
 /** The tools of each environment the cases name, from `<dir>/<Name>.json`. */
 export const readEnvironments = (dir: string, names: ReadonlyArray<string>): Effect.Effect<ReadonlyMap<string, ReadonlyArray<EnvTool>>, SkeletonError> =>

@@ -19,17 +19,13 @@ import * as YAML from "yaml"
 import { formatWarning, lintPolicy } from "../../judges/rule/lint.js"
 import { formatIssue, loadPolicyFile } from "../../judges/rule/policy.js"
 import { asbenchSkeleton, environmentsDirFor } from "../../judges/rule/skeleton.js"
-import { CliFailure, configOption, settingsFrom } from "./options.js"
+import { asbenchDataFile, asbenchDataOption, CliFailure, configOption } from "./options.js"
 
 export const DEFAULT_SKELETON_OUT = "runs/policies/agent-safetybench.json"
 
 const fail = (message: string) => new CliFailure({ message })
 
 const benchmark = Options.choice("benchmark", ["agent-safetybench"]).pipe(Options.withDescription("the benchmark whose tools the skeleton lists"))
-const data = Options.text("data").pipe(
-  Options.optional,
-  Options.withDescription("Agent-SafetyBench released_data.json (default: <paths.asbench_dir>/data/released_data.json from the settings)")
-)
 const environments = Options.text("environments").pipe(
   Options.optional,
   Options.withDescription("directory of the environments' tool schemas <Name>.json (default: environments/ beside the data file, or one level up)")
@@ -37,16 +33,6 @@ const environments = Options.text("environments").pipe(
 const split = Options.text("split").pipe(Options.optional, Options.withDescription("a split file (vetobench split): only its dev and test cases"))
 const out = Options.text("out").pipe(Options.withDefault(DEFAULT_SKELETON_OUT), Options.withDescription("the skeleton policy to write (JSON; YAML for .yaml/.yml)"))
 const catalogue = Options.text("catalogue").pipe(Options.optional, Options.withDescription("the tool catalogue to write (default: <out>.catalogue.json beside the policy)"))
-
-/** `--data`, else the data file of the settings' Agent-SafetyBench checkout. */
-const dataFile = (config: string, data: Option.Option<string>) =>
-  Option.match(data, {
-    onSome: Effect.succeed,
-    onNone: () =>
-      fs.existsSync(config)
-        ? settingsFrom(config).pipe(Effect.map((s) => path.join(s.paths.asbench_dir, "data", "released_data.json")))
-        : Effect.fail(fail(`no data file: give --data FILE, or a settings file (-c FILE, default configs/vetobench.yaml; ${config} not found) whose paths.asbench_dir is the Agent-SafetyBench checkout`))
-  })
 
 const catalogueFor = (policyFile: string) => `${policyFile.replace(/\.(json|ya?ml)$/i, "")}.catalogue.json`
 
@@ -61,10 +47,10 @@ const write = (file: string, value: unknown) =>
 
 export const skeletonCommand = Command.make(
   "skeleton",
-  { config: configOption, benchmark, data, environments, split, out, catalogue },
+  { config: configOption, benchmark, data: asbenchDataOption, environments, split, out, catalogue },
   ({ catalogue, config, data, environments, out, split }) =>
     Effect.gen(function* () {
-      const dataPath = yield* dataFile(config, data)
+      const dataPath = yield* asbenchDataFile(config, data)
       const envDir = Option.getOrElse(environments, () => environmentsDirFor(dataPath))
       const sk = yield* asbenchSkeleton({ data: dataPath, environments: envDir, split: Option.getOrNull(split) }).pipe(Effect.mapError((e) => fail(e.message)))
       const catalogueFile = Option.getOrElse(catalogue, () => catalogueFor(out))

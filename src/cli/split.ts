@@ -7,19 +7,13 @@
  * directories are created.
  */
 import { Command, Options } from "@effect/cli"
-import { Console, Effect, Option } from "effect"
-import * as fs from "node:fs"
-import * as path from "node:path"
+import { Console, Effect } from "effect"
 import { groupByCategory, makeSplit, readCases, writeSplit } from "../adapters/agent-safetybench/split.js"
 import { isValidSeed, MAX_SEED } from "../domain/prng.js"
-import { CliFailure, configOption, settingsFrom } from "./options.js"
+import { asbenchDataFile, asbenchDataOption, CliFailure, configOption } from "./options.js"
 
 export const DEFAULT_SPLIT_OUT = "runs/splits/asbench-pilot.json"
 
-const data = Options.text("data").pipe(
-  Options.optional,
-  Options.withDescription("Agent-SafetyBench released_data.json (default: <paths.asbench_dir>/data/released_data.json from the settings)")
-)
 const nTest = Options.integer("n-test").pipe(Options.withDefault(300), Options.withDescription("test cases, spread evenly over risk categories"))
 const nDev = Options.integer("n-dev").pipe(Options.withDefault(48), Options.withDescription("dev cases (judge prompt development only)"))
 const seed = Options.integer("seed").pipe(Options.withDefault(0), Options.withDescription(`PRNG seed, 0..${MAX_SEED}`))
@@ -27,25 +21,15 @@ const out = Options.text("out").pipe(Options.withDefault(DEFAULT_SPLIT_OUT), Opt
 
 const fail = (message: string) => new CliFailure({ message })
 
-/** `--data`, else the data file of the settings' Agent-SafetyBench checkout. */
-const dataFile = (config: string, data: Option.Option<string>) =>
-  Option.match(data, {
-    onSome: Effect.succeed,
-    onNone: () =>
-      fs.existsSync(config)
-        ? settingsFrom(config).pipe(Effect.map((s) => path.join(s.paths.asbench_dir, "data", "released_data.json")))
-        : Effect.fail(fail(`no data file: give --data FILE, or a settings file (-c FILE, default configs/vetobench.yaml; ${config} not found) whose paths.asbench_dir is the Agent-SafetyBench checkout`))
-  })
-
 export const splitCommand = Command.make(
   "split",
-  { config: configOption, data, nTest, nDev, seed, out },
+  { config: configOption, data: asbenchDataOption, nTest, nDev, seed, out },
   ({ config, data, nDev, nTest, out, seed }) =>
     Effect.gen(function*() {
       if (nTest < 0) return yield* fail(`--n-test must be 0 or more, got ${nTest}`)
       if (nDev < 0) return yield* fail(`--n-dev must be 0 or more, got ${nDev}`)
       if (!isValidSeed(seed)) return yield* fail(`--seed must be an integer from 0 to ${MAX_SEED}, got ${seed}`)
-      const file = yield* dataFile(config, data)
+      const file = yield* asbenchDataFile(config, data)
       const cases = yield* readCases(file).pipe(Effect.mapError((e) => fail(e.message)))
       if (cases.length === 0) return yield* fail(`${file}: no cases`)
       const split = makeSplit(cases, { nTest, nDev, seed })

@@ -3,7 +3,8 @@
  * names, the command parser, the URL reader and secrets, trusted facts, `<Env>.<tool>` names,
  * evaluation order, validation errors and lint warnings.
  */
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
+import * as path from "node:path"
 import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { parsePolicyText } from "../../../judges/rule/policy.js"
@@ -12,9 +13,11 @@ import { formatWarning, lintPolicy } from "../../../judges/rule/lint.js"
 import { compileProtected, isInside, normalizePath, PathProblem, relativeSegments } from "../../../judges/rule/paths.js"
 import { formatIssue } from "../../../judges/rule/policy.js"
 import { findSecret, hostAllowed, type HostAllow, parseHostEntry, parseUrl, UrlProblem } from "../../../judges/rule/url.js"
-import { built, context, issuesOf, judgeOf, ruleWith, view } from "./support.js"
+import { built, context, FIXTURES, issuesOf, judgeOf, ruleWith, view, WORKSPACE_FIXTURES } from "./support.js"
 
 const WS = "/workspace/project"
+/** configs/policies: the example policies */
+const EXAMPLES = path.resolve(FIXTURES, "../../../configs/policies")
 
 /** A policy with every kind of role, and `vetobench` overrides. */
 const policy = (vb: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
@@ -363,7 +366,15 @@ describe("lint of the extensions", () => {
   const lint = (vb: Record<string, unknown>, extra: Record<string, unknown> = {}) => lintPolicy(built({ ...policy({}, extra), vetobench: vb })).map(formatWarning)
 
   it("the eight workspace policies and the example policies are clean", () => {
-    expect(lint({ tools: { read_file: { arg: "path", class: "read" } }, paths: { workspace: WS } })).toEqual([])
+    const workspace = readdirSync(WORKSPACE_FIXTURES).filter((f) => f.endsWith(".json") && f !== "proposals.json")
+    const examples = readdirSync(EXAMPLES).filter((f) => /\.(json|ya?ml)$/.test(f))
+    expect(workspace).toHaveLength(8)
+    expect(examples.length).toBeGreaterThan(0)
+    for (const file of [...workspace.map((f) => path.join(WORKSPACE_FIXTURES, f)), ...examples.map((f) => path.join(EXAMPLES, f))]) {
+      const raw = parsePolicyText(readFileSync(file, "utf8"), file)
+      if (Either.isLeft(raw)) throw new Error(`${file}: ${JSON.stringify(raw.left)}`)
+      expect({ file, warnings: lintPolicy(built(raw.right)).map(formatWarning) }).toEqual({ file, warnings: [] })
+    }
   })
 
   it("unused sections, open allowlists, private hosts, unsupplied facts, rules on every tool", () => {

@@ -1,11 +1,12 @@
 /** `kind: rule` as a judge: config decoding, the verdict it gives, scopes from config and header. */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Logger } from "effect"
 import type { Judge, JudgeContext } from "../../../judges/Judge.js"
 import type { JudgeDefaults } from "../../../judges/registry.js"
 import { makeRuleKind, rulePlugin } from "../../../judges/rule/kind.js"
-import type { PolicyWarning } from "../../../judges/rule/lint.js"
 import { Settings } from "../../../src/config/service.js"
 import { defaultSettings } from "../../../src/config/settings.js"
 import type { ToolCallView } from "../../../src/domain/tool-call.js"
@@ -114,12 +115,24 @@ describe("kind: rule", () => {
       }
     }))
 
-  it.effect("lint warnings are reported at build time", () =>
+  it.effect("lint warnings are logged at build time", () =>
     Effect.gen(function* () {
-      const seen: Array<PolicyWarning> = []
-      const kind = makeRuleKind(ROOT, (_, ws) => seen.push(...ws))
-      const judge: Judge = yield* kind.make("ap", { kind: "rule", policy: AP_POLICY_FILE }, defaults)
+      const file = path.join(mkdtempSync(path.join(tmpdir(), "vetobench-rule-kind-")), "ceiling.json")
+      const policy = {
+        provider: "p",
+        granted_scopes: ["s"],
+        tool_scopes: { t: "s" },
+        rules: [{ id: "R1", tool: "t", kind: "ceiling", arg: "amount", message: "too much" }]
+      }
+      writeFileSync(file, JSON.stringify(policy))
+      const logs: Array<{ readonly level: string; readonly message: string }> = []
+      const capture = Logger.make(({ logLevel, message }) => {
+        logs.push({ level: logLevel.label, message: Array.isArray(message) ? message.join(" ") : String(message) })
+      })
+      const judge: Judge = yield* build({ policy: file }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
       expect(judge.kind).toBe("rule")
-      expect(seen).toEqual([])
+      expect(logs).toEqual([
+        { level: "WARN", message: `judges.ap: policy ${file}: rule R1: ceiling without max: max defaults to 0, so every positive amount is denied` }
+      ])
     }))
 })

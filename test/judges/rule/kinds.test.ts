@@ -4,7 +4,7 @@
  * `values_test.go` cases named in §4.3.
  */
 import { describe, expect, it } from "vitest"
-import { decide, narrowedGrant } from "../../../judges/rule/evaluate.js"
+import { decide } from "../../../judges/rule/evaluate.js"
 import { ap, apDecide, built, FULL, onePolicy, outcome, ruleCase } from "./support.js"
 
 type Case = readonly [name: string, args: string, want: "allow" | "deny" | "escalate" | "unverifiable"]
@@ -281,12 +281,6 @@ describe("caller scopes (X-Scopes narrowing, §1.3)", () => {
   })
   it("no granted_scopes: every tool is denied on scope", () => {
     expect(decide(none, "a", {}, FULL)).toMatchObject({ decision: "deny", rule: "P1-scope", scope: "sa" })
-  })
-  it("narrowedGrant mirrors the Go narrow()", () => {
-    expect(narrowedGrant(["*"], ["invoices:read"])).toEqual(["invoices:read"])
-    expect(narrowedGrant(["invoices:read"], ["*"])).toEqual(["invoices:read"])
-    expect(narrowedGrant(["a", "b"], ["b", "c"])).toEqual(["b"])
-    expect(narrowedGrant(["a"], null)).toEqual(["a"])
   })
   it("scope mode stops after the scope check, whatever the values", () => {
     expect(apDecide("send_payment", { amount: "lots" }, { mode: "scope" })).toMatchObject({ decision: "allow", rule: "P1-scope", scope: "payments:send" })

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { decide } from "../../../judges/rule/evaluate.js"
-import { ap, apDecide, twelveCalls } from "./support.js"
+import { apDecide, apPolicyJson, built, FULL, twelveCalls } from "./support.js"
 
 /** §4.4: decision, rule, scope, message ("" on allow), approval */
 const EXPECTED_FULL: Record<string, readonly [string, string, string, string, string]> = {
@@ -60,6 +60,19 @@ describe("the twelve calls", () => {
   })
 
   it("the decision depends on nothing but policy, call and options (repeatable)", () => {
-    for (const c of calls) expect(decide(ap(), c.tool, c.args, { mode: "full" })).toEqual(apDecide(c.tool, c.args))
+    // two independent compilations, two rounds in a fixed shuffled order, other calls in between
+    const policies = [built(apPolicyJson()).compiled, built(apPolicyJson()).compiled] as const
+    expect(policies[0]).not.toBe(policies[1])
+    const order = [7, 2, 11, 0, 5, 9, 3, 10, 1, 6, 4, 8]
+    for (const round of [0, 1]) {
+      order.forEach((i, n) => {
+        const c = calls[i]!
+        const other = calls[order[(n + 5) % order.length]!]!
+        decide(policies[n % 2]!, other.tool, other.args, { mode: "scope" })
+        decide(policies[(n + 1) % 2]!, other.tool, other.args, FULL)
+        const [decision, rule, scope, message, approval] = EXPECTED_FULL[c.id]!
+        expect(decide(policies[(n + round) % 2]!, c.tool, c.args, FULL)).toEqual({ decision, rule, scope, message, approval })
+      })
+    }
   })
 })
