@@ -1,9 +1,9 @@
 /** A run's results manifest: sha256 of each output, appended as the run's final record and checkpointed. */
-import { createHash } from "node:crypto"
 import { readFileSync, statSync } from "node:fs"
 import * as path from "node:path"
 import { Effect } from "effect"
 import { AuditSink } from "../../layers/AuditSink.js"
+import { sha256Hex } from "../domain/audit-chain.js"
 import type { ManifestEntry } from "../domain/audit-record.js"
 import { AuditInputError } from "./verify-files.js"
 
@@ -11,9 +11,9 @@ export const manifestFiles = (outputs: ReadonlyArray<string>): Effect.Effect<Man
   Effect.forEach(outputs, (file) =>
     Effect.try({
       try: () => {
-        const bytes = readFileSync(file)
         if (!statSync(file).isFile()) throw new Error("not a file")
-        return { path: path.resolve(file), sha256: createHash("sha256").update(bytes).digest("hex"), bytes: bytes.length }
+        const bytes = readFileSync(file)
+        return { path: path.resolve(file), sha256: sha256Hex(bytes), bytes: bytes.length }
       },
       catch: (e) => new AuditInputError({ file, reason: `cannot hash: ${e instanceof Error ? e.message : String(e)}` })
     })

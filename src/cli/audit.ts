@@ -13,7 +13,8 @@ import { CliFailure, configOption } from "./options.js"
 
 const fail = (e: { readonly message: string }) => new CliFailure({ message: e.message })
 
-const loadSigner = (file: string) =>
+/** The Ed25519 signer in a PEM private key file (`--key`; also used by `vetobench scenarios approve`). */
+export const loadSigner = (file: string) =>
   Effect.try({
     try: () => signerFromPem(readFileSync(file, "utf8")),
     catch: (e) => new CliFailure({ message: `${file}: not an Ed25519 private key (${e instanceof Error ? e.message : String(e)})` })

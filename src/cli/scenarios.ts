@@ -9,18 +9,17 @@
  * - `approve RUNFILE --approver NAME` appends the approval record to the approvals chain, or is refused.
  * - `verify [--approvals FILE] [--prompt P]` fails when the approved prompt, scenarios or run file changed.
  */
-import { readFileSync } from "node:fs"
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { loadPublicKey } from "../audit/verify-files.js"
-import { signerFromPem } from "../domain/checkpoint.js"
 import { parseRoute, RouteError } from "../domain/route.js"
 import { approveRun, DEFAULT_APPROVALS, verifyApproval } from "../scenarios/approval.js"
 import { loadPrices, type PriceTable } from "../scenarios/cost.js"
 import { displayPath } from "../scenarios/report.js"
 import { replayRun, runScenarios } from "../scenarios/run.js"
 import { resolveFrom } from "../scenarios/runfile.js"
+import { loadSigner } from "./audit.js"
 import { CliFailure, configOption, settingsFrom } from "./options.js"
 
 const DEFAULT_DIR = "runs/scenarios"
@@ -118,12 +117,6 @@ const replay = Command.make(
 
 // ---------------------------------------------------------------------------------------------
 // approve, verify
-
-const loadSigner = (file: string) =>
-  Effect.try({
-    try: () => signerFromPem(readFileSync(file, "utf8")),
-    catch: (e) => new CliFailure({ message: `${file}: not an Ed25519 private key (${e instanceof Error ? e.message : String(e)})` })
-  })
 
 const approve = Command.make(
   "approve",

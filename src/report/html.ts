@@ -38,8 +38,9 @@ const figure = (svg: string, caption: string): string =>
 
 export const asbenchForest = (summary: Summary): string | null => {
   const groups: Array<ForestGroup> = []
-  for (const model of [...new Set(asbenchRows(summary).map((r) => r.model))]) {
-    const rows = asbenchRows(summary)
+  const all = asbenchRows(summary)
+  for (const model of [...new Set(all.map((r) => r.model))]) {
+    const rows = all
       .filter((r) => r.model === model && r.s.delta !== null)
       .map((r) => ({
         label: r.variant.name,
@@ -212,14 +213,17 @@ const htmlBlock = (b: Block): string => {
 }
 
 /** Charts to show at the top of a section, by section id. */
-const chartsFor = (summary: Summary, latencyPlaced: boolean): Readonly<Record<string, ReadonlyArray<string | null>>> => ({
-  asbench: [asbenchForest(summary)],
-  "asbench-categories": asbenchCategoryBars(summary),
-  asb: [asbForest(summary)],
-  judges: latencyPlaced ? [] : [latencyChart(summary)],
-  "judges-confusion": [confusionCards(summary) || null],
-  latency: [latencyChart(summary)]
-})
+const chartsFor = (summary: Summary, latencyPlaced: boolean): Readonly<Record<string, ReadonlyArray<string | null>>> => {
+  const latency = [latencyChart(summary)]
+  return {
+    asbench: [asbenchForest(summary)],
+    "asbench-categories": asbenchCategoryBars(summary),
+    asb: [asbForest(summary)],
+    judges: latencyPlaced ? [] : latency,
+    "judges-confusion": [confusionCards(summary) || null],
+    latency
+  }
+}
 
 const htmlSection = (s: Section, charts: ReadonlyArray<string | null>, inner = ""): string => {
   const h = s.level === 2 ? "h2" : "h3"

@@ -11,6 +11,7 @@
  * Rows follow the experiment's order of models, attack tags and variants; judges are sorted.
  * The Δ of a variant is always against `experiment.baseline`, whatever the order of `arms`.
  */
+import type { Bench } from "../config/experiment.js"
 import type {
   AsbenchVariantSummary,
   AsbVariantSummary,
@@ -42,7 +43,6 @@ export interface Section {
   readonly blocks: ReadonlyArray<Block>
 }
 
-export type Bench = "asbench" | "asb"
 export const BENCHES: ReadonlyArray<Bench> = ["asbench", "asb"]
 export const BENCH_LABEL: Readonly<Record<Bench, string>> = { asbench: "Agent-SafetyBench", asb: "ASB" }
 
@@ -142,8 +142,6 @@ export const liveRows = (summary: Summary): Array<LiveRow> =>
     })
   )
 
-const isBaseline = (summary: Summary, variant: string) => summary.experiment.baseline === variant
-
 // ---------------------------------------------------------------------------------------------
 // notes
 
@@ -189,7 +187,7 @@ const asbenchSections = (summary: Summary): Array<Section> => {
                 variant.name,
                 String(s.n_scored),
                 rateCell(s.overall),
-                isBaseline(summary, variant.name) ? DASH : deltaCell(s.delta?.overall),
+                deltaCell(s.delta?.overall),
                 String(s.episodes_with_block)
               ]),
               [2, 3, 4, 5]
@@ -244,7 +242,7 @@ const asbenchSections = (summary: Summary): Array<Section> => {
           rows.map(({ model, s, variant }) => [
             model,
             variant.name,
-            ...fulfillKeys.flatMap((k) => [rateCell(s.by_fulfillable[k]), isBaseline(summary, variant.name) ? DASH : deltaCell(s.delta?.by_fulfillable[k])])
+            ...fulfillKeys.flatMap((k) => [rateCell(s.by_fulfillable[k]), deltaCell(s.delta?.by_fulfillable[k])])
           ]),
           range(2, 2 + 2 * fulfillKeys.length)
         )
@@ -296,7 +294,7 @@ const asbSections = (summary: Summary): Array<Section> => {
                 variant.name,
                 String(s.n),
                 rateCell(s.asr),
-                isBaseline(summary, variant.name) ? DASH : deltaCell(s.delta?.asr),
+                deltaCell(s.delta?.asr),
                 rateCell(s.original_task_success),
                 rateCell(s.refusal_rate)
               ]),
@@ -324,7 +322,7 @@ const asbSections = (summary: Summary): Array<Section> => {
                   variant.name,
                   String(s.n),
                   rateCell(s.original_task_success),
-                  isBaseline(summary, variant.name) ? DASH : deltaCell(s.delta?.original_task_success)
+                  deltaCell(s.delta?.original_task_success)
                 ]),
                 [2, 3, 4]
               )
@@ -344,9 +342,9 @@ const asbSections = (summary: Summary): Array<Section> => {
               tag,
               variant.name,
               rateCell(s.asr_aggressive),
-              isBaseline(summary, variant.name) ? DASH : deltaCell(s.delta?.asr_aggressive),
+              deltaCell(s.delta?.asr_aggressive),
               rateCell(s.asr_non_aggressive),
-              isBaseline(summary, variant.name) ? DASH : deltaCell(s.delta?.asr_non_aggressive)
+              deltaCell(s.delta?.asr_non_aggressive)
             ]),
           [3, 4, 5, 6]
         )

@@ -4,8 +4,7 @@
  *
  * - `forestPlot`: paired differences with their 95% CIs, in percentage points, around a zero line;
  * - `groupedBars`: horizontal bars (percent, with CI whiskers) per category, one bar per series;
- * - `latencyBoxes`: one row per judge: p25–p75 box, median, whiskers to min/max, p95 marker;
- * - `histogram`: sample counts per bin, one outline per series.
+ * - `latencyBoxes`: one row per judge: median bar and p95 marker joined by a line.
  *
  * Missing values (null, NaN, ±Infinity) are drawn as "–", never as a mark at zero. Colours are the
  * Okabe–Ito palette (distinguishable with the common colour-vision deficiencies), and the markers
@@ -373,10 +372,6 @@ export interface LatencyStats {
   readonly n: number
   readonly p50: number | null
   readonly p95: number | null
-  readonly min?: number | null
-  readonly p25?: number | null
-  readonly p75?: number | null
-  readonly max?: number | null
   readonly series?: number
 }
 
@@ -409,7 +404,7 @@ const latencyScale = (values: ReadonlyArray<number>, l: number, rr: number) => {
 const p95Glyph = (x: number, y: number): string =>
   `<path class="p95" d="M${r(x)} ${r(y - 6)} L${r(x + 6)} ${r(y)} L${r(x)} ${r(y + 6)} L${r(x - 6)} ${r(y)} Z" fill="#FFFFFF" stroke="${INK}" stroke-width="1.5"/>`
 
-/** One row per judge/variant: whisker min–max, box p25–p75, median bar, p95 diamond, values as text. */
+/** One row per judge/variant: median bar, p95 diamond joined by a line, values as text. */
 export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOptions): string => {
   const width = opts.width ?? 1000
   const rowH = 32
@@ -417,16 +412,11 @@ export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOpt
   const valueW = 170
   const plotL = labelW + 10
   const plotR = width - valueW - 10
-  const boxes = rows.some((s) => isFiniteNumber(s.p25) && isFiniteNumber(s.p75))
-  const ranges = rows.some((s) => isFiniteNumber(s.min) && isFiniteNumber(s.max))
   const lg = legend(
     [
       { name: "median (p50)", color: INK, glyph: (x: number, y: number) => line(x, y - 6, x, y + 6, `stroke="${INK}" stroke-width="2.5"`) },
       { name: "95th percentile", color: INK, glyph: (x: number, y: number) => p95Glyph(x, y) },
-      ...(boxes
-        ? [{ name: "p25–p75", color: "#9AA4AE", shape: 0 }]
-        : [{ name: "p50 to p95", color: MUTED, glyph: (x: number, y: number) => line(x - 6, y, x + 6, y, `stroke="${MUTED}" stroke-width="4" stroke-linecap="round" stroke-opacity="0.6"`) }]),
-      ...(ranges ? [{ name: "min–max", color: MUTED, glyph: (x: number, y: number) => line(x - 6, y, x + 6, y, `stroke="${MUTED}" stroke-width="1"`) }] : [])
+      { name: "p50 to p95", color: MUTED, glyph: (x: number, y: number) => line(x - 6, y, x + 6, y, `stroke="${MUTED}" stroke-width="4" stroke-linecap="round" stroke-opacity="0.6"`) }
     ],
     0,
     26,
@@ -435,7 +425,7 @@ export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOpt
   const top = 26 + lg.height + 8
   const bottom = top + Math.max(1, rows.length) * rowH
   const height = bottom + 44
-  const values = rows.flatMap((s) => [s.min, s.p25, s.p50, s.p75, s.p95, s.max]).filter(isFiniteNumber)
+  const values = rows.flatMap((s) => [s.p50, s.p95]).filter(isFiniteNumber)
   const sc = latencyScale(values, plotL, plotR)
   const body: Array<string> = [
     text(0, 16, opts.title, `font-size="14" font-weight="600"`),
@@ -451,19 +441,8 @@ export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOpt
     body.push(text(8, s.sublabel === undefined ? cy + 4 : cy - 1, clip(s.label, 38), `class="row-label"`))
     if (s.sublabel !== undefined) body.push(text(8, cy + 11, clip(s.sublabel, 46), `fill="${MUTED}" font-size="10"`))
     const color = seriesColor(s.series ?? 1)
-    const lo = isFiniteNumber(s.min) ? s.min : null
-    const hi = isFiniteNumber(s.max) ? s.max : null
-    if (lo !== null && hi !== null) {
-      body.push(line(sc.sx(lo), cy, sc.sx(hi), cy, `stroke="${MUTED}" stroke-width="1"`))
-      body.push(line(sc.sx(lo), cy - 5, sc.sx(lo), cy + 5, `stroke="${MUTED}" stroke-width="1"`))
-      body.push(line(sc.sx(hi), cy - 5, sc.sx(hi), cy + 5, `stroke="${MUTED}" stroke-width="1"`))
-    }
-    if (isFiniteNumber(s.p50) && isFiniteNumber(s.p95) && !(isFiniteNumber(s.p25) && isFiniteNumber(s.p75))) {
+    if (isFiniteNumber(s.p50) && isFiniteNumber(s.p95)) {
       body.push(line(sc.sx(s.p50), cy, sc.sx(s.p95), cy, `stroke="${color}" stroke-width="4" stroke-linecap="round" stroke-opacity="0.6" class="spread"`))
-    }
-    if (isFiniteNumber(s.p25) && isFiniteNumber(s.p75)) {
-      const x0 = sc.sx(s.p25)
-      body.push(`<rect class="box" x="${r(x0)}" y="${r(cy - 8)}" width="${r(Math.max(2, sc.sx(s.p75) - x0))}" height="16" fill="${color}" fill-opacity="0.35" stroke="${color}" stroke-width="1"/>`)
     }
     if (isFiniteNumber(s.p50)) body.push(line(sc.sx(s.p50), cy - 9, sc.sx(s.p50), cy + 9, `stroke="${INK}" stroke-width="2.5" class="median"`))
     if (isFiniteNumber(s.p95)) body.push(p95Glyph(sc.sx(s.p95), cy))
@@ -473,60 +452,7 @@ export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOpt
   return svgFrame({
     id: opts.id,
     title: opts.title,
-    desc: `Latency distribution of ${rows.length} judges: median, interquartile range, range and 95th percentile in milliseconds.`,
-    width,
-    height,
-    body
-  })
-}
-
-export interface HistogramSeries {
-  readonly name: string
-  readonly samples: ReadonlyArray<number>
-  readonly series?: number
-}
-
-/** Sample counts in `bins` equal-width bins over all series, one stepped outline per series. */
-export const histogram = (series: ReadonlyArray<HistogramSeries>, opts: LatencyOptions & { readonly bins?: number }): string => {
-  const width = opts.width ?? 1000
-  const height0 = 260
-  const plotL = 56
-  const plotR = width - 24
-  const lg = legend(series.map((s, i) => ({ name: `${s.name} (n=${s.samples.filter(isFiniteNumber).length})`, color: seriesColor(s.series ?? i), shape: s.series ?? i })), 0, 26, width)
-  const top = 26 + lg.height + 8
-  const bottom = top + height0 - 70
-  const height = bottom + 44
-  const all = series.flatMap((s) => s.samples.filter(isFiniteNumber))
-  const bins = Math.max(1, opts.bins ?? 24)
-  const [, dhi] = niceDomain(0, all.length === 0 ? 1 : Math.max(...all), 6)
-  const w = dhi / bins
-  const counts = series.map((s) => {
-    const c = new Array<number>(bins).fill(0)
-    for (const v of s.samples) if (isFiniteNumber(v)) c[Math.min(bins - 1, Math.max(0, Math.floor(v / w)))] = (c[Math.min(bins - 1, Math.max(0, Math.floor(v / w)))] ?? 0) + 1
-    return c
-  })
-  const cmax = Math.max(1, ...counts.flat())
-  const [, ymax] = niceDomain(0, cmax, 4)
-  const sx = (v: number) => plotL + (v / dhi) * (plotR - plotL)
-  const sy = (v: number) => bottom - (v / ymax) * (bottom - top)
-  const body: Array<string> = [text(0, 16, opts.title, `font-size="14" font-weight="600"`), ...lg.svg]
-  for (const t of niceTicks(0, ymax, 4)) {
-    body.push(line(plotL, sy(t), plotR, sy(t), `stroke="${GRID}" stroke-width="1"`))
-    body.push(text(plotL - 6, sy(t) + 4, fmtTick(t), `text-anchor="end" fill="${MUTED}" font-size="11"`))
-  }
-  body.push(text(12, (top + bottom) / 2, "calls", `transform="rotate(-90 12 ${r((top + bottom) / 2)})" text-anchor="middle"`))
-  body.push(...xAxis(niceTicks(0, dhi, 6), sx, bottom, bottom, opts.xLabel ?? "latency, ms"))
-  for (const [si, c] of counts.entries()) {
-    const color = seriesColor(series[si]?.series ?? si)
-    let d = `M${r(sx(0))} ${r(sy(0))}`
-    for (const [b, k] of c.entries()) d += ` L${r(sx(b * w))} ${r(sy(k))} L${r(sx((b + 1) * w))} ${r(sy(k))}`
-    d += ` L${r(sx(dhi))} ${r(sy(0))}`
-    body.push(`<path class="hist" d="${d}" fill="${color}" fill-opacity="0.18" stroke="${color}" stroke-width="1.5"/>`)
-  }
-  return svgFrame({
-    id: opts.id,
-    title: opts.title,
-    desc: `Histogram of ${all.length} latencies in ${bins} bins of ${r(w)} ms.`,
+    desc: `Latency of ${rows.length} judges: median and 95th percentile in milliseconds.`,
     width,
     height,
     body

@@ -24,7 +24,7 @@ import type { CheckpointKey, Signer } from "../domain/checkpoint.js"
 import { judgeTrajectory } from "./outcome.js"
 import { loadRunFile, loadSuite, type ScenarioError } from "./run.js"
 import { readBytes, relativeTo, resolveFrom, RunFileError } from "./runfile.js"
-import { sha256Hex } from "./spec.js"
+import { sha256Hex } from "../domain/audit-chain.js"
 
 /** Approval refused: every reason, one per line. */
 export class ApprovalRefused extends Data.TaggedError("ApprovalRefused")<{ readonly reasons: ReadonlyArray<string> }> {

@@ -34,7 +34,8 @@ import {
   type Variant,
   type VariantSummary
 } from "./runfile.js"
-import { loadScenarioFile, type ScenarioFile, sha256Hex } from "./spec.js"
+import { sha256Hex } from "../domain/audit-chain.js"
+import { loadScenarioFile, type ScenarioFile } from "./spec.js"
 import { addUsage, ZERO_USAGE } from "./trajectory.js"
 
 /** A run cannot start or go on (bad input); failing trials are not errors. */

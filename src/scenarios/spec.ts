@@ -7,7 +7,6 @@
  * directory. A file is hashed from the exact bytes that were decoded.
  */
 import { isObject } from "../domain/is-object.js"
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Either } from "effect"
@@ -15,6 +14,7 @@ import * as D from "../config/decode.js"
 import { ConfigError } from "../config/errors.js"
 import { isPlainObject } from "../config/expand.js"
 import { parseYaml } from "../config/yaml-file.js"
+import { sha256Hex } from "../domain/audit-chain.js"
 import { type Check, type CheckSpec, describeCheck, type Selector } from "./checks.js"
 import { type Condition, parsePath, type Path, templatePaths } from "./path.js"
 import type { Rule, ToolSpec, Update, UpdateOp } from "./sandbox.js"
@@ -49,8 +49,6 @@ export interface ScenarioFile {
   readonly tools: ReadonlyArray<ToolSpec>
   readonly scenarios: ReadonlyArray<Scenario>
 }
-
-export const sha256Hex = (bytes: Buffer | string): string => createHash("sha256").update(bytes).digest("hex")
 
 // ---------------------------------------------------------------------------------------------
 // decoders

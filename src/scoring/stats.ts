@@ -192,15 +192,3 @@ export const binaryMetrics = (c: Confusion): BinaryMetrics => {
   const f1 = Number.isNaN(precision) || Number.isNaN(recall) || precision + recall === 0 ? NaN : (2 * precision * recall) / (precision + recall)
   return { precision, recall, f1, fpr: ratio(c.fp, c.fp + c.tn) }
 }
-
-/** Replace every non-finite number in a JSON-ish value by null (a guard before serialising). */
-export const nullNonFinite = (value: unknown): unknown => {
-  if (typeof value === "number") return Number.isFinite(value) ? value : null
-  if (Array.isArray(value)) return value.map(nullNonFinite)
-  if (typeof value === "object" && value !== null) {
-    const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[k] = nullNonFinite(v)
-    return out
-  }
-  return value
-}

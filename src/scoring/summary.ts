@@ -21,6 +21,8 @@
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { GEN_RES_JSON } from "../adapters/agent-safetybench/run.js"
+import { SHIELD_JSONL } from "../adapters/agent-safetybench/shieldagent.js"
 import { asbenchRunDir, asbRunDir, attackTag, type Bench, type Experiment, type Variant } from "../config/experiment.js"
 import type { Settings } from "../config/settings.js"
 import { auditFileFor, baselineVariant, replayFile } from "../experiment/replay.js"
@@ -42,7 +44,7 @@ import {
   shieldLabels,
   type ShieldLabels
 } from "./metrics.js"
-import { type BootstrapOptions, DEFAULT_ITERATIONS, DEFAULT_SEED, nullNonFinite } from "./stats.js"
+import { type BootstrapOptions, DEFAULT_ITERATIONS, DEFAULT_SEED } from "./stats.js"
 import {
   type AsbenchJudgeQuality,
   type AsbenchVariantSummary,
@@ -56,9 +58,6 @@ import {
 } from "./summary-types.js"
 
 export * from "./summary-types.js"
-
-export const GEN_RES = "gen_res.json"
-export const SHIELD = "shield.jsonl"
 
 export interface SummaryOptions {
   /** bootstrap resamples (default 10,000) */
@@ -74,9 +73,6 @@ export const controlVariant = (exp: Pick<Experiment, "variants">): Variant | und
   baselineVariant(exp) ?? exp.variants.find((v) => v.arm === "passthrough")
 
 const judged = (v: Variant): v is Variant & { readonly judge: string } => v.judge !== null
-
-/** `summary.json` text: strict JSON (indent 1; any non-finite number as null), newline-terminated. */
-export const summaryJson = (s: Summary): string => `${JSON.stringify(nullNonFinite(s), null, 1)}\n`
 
 interface AsbenchRun {
   readonly cases: ReadonlyArray<AsbenchCaseInfo>
@@ -134,7 +130,7 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
       const rows: Record<string, AsbenchVariantSummary> = {}
       for (const v of exp.variants) {
         const dir = asbenchRunDir(exp, model, v)
-        const genRes = path.join(dir, GEN_RES)
+        const genRes = path.join(dir, GEN_RES_JSON)
         if (!fs.existsSync(genRes)) {
           missing.push(v.name)
           continue
@@ -146,7 +142,7 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
           continue
         }
         const cases = raw.map(caseInfo).filter((c): c is AsbenchCaseInfo => c !== null)
-        const shieldFile = path.join(dir, SHIELD)
+        const shieldFile = path.join(dir, SHIELD_JSONL)
         const scored = fs.existsSync(shieldFile)
         if (!scored) unscored.push(v.name)
         const lines = scored ? yield* attempt(readJsonLines(shieldFile, true), `ShieldAgent labels ${model} / ${v.name}`) : []
@@ -175,9 +171,9 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
         }
       }
       if (exp.agent_safetybench.enabled && missing.length > 0) {
-        notes.push(`Agent-SafetyBench ${model}: not run for ${missing.join(", ")} (no ${GEN_RES})`)
+        notes.push(`Agent-SafetyBench ${model}: not run for ${missing.join(", ")} (no ${GEN_RES_JSON})`)
       }
-      if (unscored.length > 0) notes.push(`Agent-SafetyBench ${model}: not scored for ${unscored.join(", ")} (no ${SHIELD}; run vetobench score)`)
+      if (unscored.length > 0) notes.push(`Agent-SafetyBench ${model}: not scored for ${unscored.join(", ")} (no ${SHIELD_JSONL}; run vetobench score)`)
       const base = control === undefined ? undefined : cores.get(control.name)
       if (control !== undefined && Object.keys(rows).some((n) => n !== control.name)) {
         if (base === undefined || base.n_scored === 0) {
@@ -259,7 +255,7 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
         if (bench === "asbench") {
           const run = asbenchRuns.get(`${model}\u0000${rb.name}`)
           if (run === undefined || !run.scored || run.labels.valid.size === 0) {
-            notes.push(`judge quality asbench / ${model}: the baseline has no ShieldAgent labels (${SHIELD}); skipped`)
+            notes.push(`judge quality asbench / ${model}: the baseline has no ShieldAgent labels (${SHIELD_JSONL}); skipped`)
             continue
           }
           for (const [judge, input] of byJudge) asbenchQ[judge] = evalAsbenchJudge(judge, input, run.cases, run.labels, boot)

@@ -7,7 +7,7 @@ import { ciCell, deltaCell, msCell, pct, signedPp } from "../../src/report/forma
 import { renderHtml } from "../../src/report/html.js"
 import { strictJson } from "../../src/report/json.js"
 import { renderMarkdown } from "../../src/report/markdown.js"
-import { esc, forestPlot, groupedBars, histogram, latencyBoxes, niceTicks } from "../../src/report/svg.js"
+import { esc, forestPlot, groupedBars, latencyBoxes, niceTicks } from "../../src/report/svg.js"
 import type { Summary } from "../../src/scoring/summary-types.js"
 import { emptySummary, fullSummary } from "./sample-summary.js"
 
@@ -155,9 +155,19 @@ describe("summary.json serialisation", () => {
     expect(text).toBe('{\n "a": null,\n "b": null,\n "c": [\n  1,\n  null\n ],\n "d": {\n  "e": 0.5\n },\n "f": "12"\n}\n')
     expect(JSON.parse(text)).toEqual({ a: null, b: null, c: [1, null], d: { e: 0.5 }, f: "12" })
   })
-  it("a whole summary round-trips", () => {
+  it("a whole summary: its non-finite values become null, the rest round-trips", () => {
     const s = fullSummary()
-    expect(JSON.parse(strictJson(s))).toEqual(JSON.parse(JSON.stringify(s)))
+    const model = s.asbench["qwen3-8b-test"]!
+    const base = model.baseline!
+    const withOverall = (p: number | null, lo: number | null, hi: number | null): Summary => ({
+      ...s,
+      asbench: { ...s.asbench, "qwen3-8b-test": { ...model, baseline: { ...base, overall: { ...base.overall, p, lo, hi } } } }
+    })
+    const text = strictJson(withOverall(Number.NaN, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY))
+    expect(text).not.toMatch(/NaN|Infinity/)
+    const parsed = JSON.parse(text) as Summary
+    expect(parsed.asbench["qwen3-8b-test"]!.baseline!.overall).toMatchObject({ p: null, lo: null, hi: null })
+    expect(parsed).toEqual(JSON.parse(JSON.stringify(withOverall(null, null, null))))
   })
 })
 
@@ -236,18 +246,18 @@ describe("SVG primitives", () => {
     expect(svg).toContain("100.0%")
   })
 
-  it("latency boxes and histogram", () => {
+  it("latency: median, p95 and the line between them; '–' for missing", () => {
     const boxes = latencyBoxes(
-      [{ label: "j", n: 5, p50: 100, p95: 900, min: 10, p25: 50, p75: 300, max: 5000 }, { label: "k", n: 0, p50: null, p95: null }],
+      [{ label: "j", n: 5, p50: 100, p95: 9000 }, { label: "k", n: 0, p50: null, p95: null }],
       { id: "l", title: "latency" }
     )
     wellFormed(boxes)
     expect(boxes).toContain("(log scale)")
-    expect(boxes).toContain("100 / 900 (n=5)")
+    expect(boxes).toContain("100 / 9,000 (n=5)")
     expect(boxes).toContain("– / – (n=0)")
-    const hist = histogram([{ name: "a", samples: [1, 2, 3, 50, Number.NaN] }, { name: "b", samples: [] }], { id: "h", title: "hist" })
-    wellFormed(hist)
-    expect(hist.match(/class="hist"/g)).toHaveLength(2)
+    expect(boxes.match(/class="median"/g)).toHaveLength(1)
+    expect(boxes.match(/class="p95"/g)).toHaveLength(2) // the row's and the legend's
+    expect(boxes.match(/class="spread"/g)).toHaveLength(1)
   })
 
   it("nice ticks and escaping", () => {

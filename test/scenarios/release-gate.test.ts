@@ -11,7 +11,7 @@ import type { AuditRecord } from "../../src/domain/audit-record.js"
 import { approveRun, verifyApproval } from "../../src/scenarios/approval.js"
 import { classifyFailures } from "../../src/scenarios/outcome.js"
 import { replayRun, runScenarios, type RunOptions } from "../../src/scenarios/run.js"
-import { sha256Hex } from "../../src/scenarios/spec.js"
+import { sha256Hex } from "../../src/domain/audit-chain.js"
 import { Harness, type HarnessShape, harnessLayer, TEST_JUDGES } from "../support/harness.js"
 import { makeSuite, refundScripts, type Suite } from "./support.js"
 

@@ -9,7 +9,8 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { buildSummary, type Summary, summaryJson } from "../../src/scoring/summary.js"
+import { strictJson } from "../../src/report/json.js"
+import { buildSummary, type Summary } from "../../src/scoring/summary.js"
 import { DPI, FIXTURE, fixtureExperiment, fixtureSettings, LEAK, PROPERTY, REPO } from "./fixture.js"
 import { type JsonSchema, validate } from "./json-schema.js"
 
@@ -172,7 +173,7 @@ describe("buildSummary over the fixture", () => {
   })
 
   it("summary.json: strict JSON, valid against docs/summary.schema.json, round-trips", () => {
-    const text = summaryJson(s)
+    const text = strictJson(s)
     expect(text).not.toMatch(/NaN|Infinity/)
     const parsed: unknown = JSON.parse(text)
     expect(validate(SCHEMA, parsed)).toEqual([])
@@ -180,7 +181,7 @@ describe("buildSummary over the fixture", () => {
   })
 
   it("the same seed gives the same summary", () => {
-    expect(summaryJson(summarise())).toBe(summaryJson(s))
+    expect(strictJson(summarise())).toBe(strictJson(s))
   })
 })
 
@@ -208,7 +209,7 @@ describe("notes instead of crashes", () => {
       "Agent-SafetyBench agent: not run for baseline, enforce-guard (no gen_res.json)",
       `ASB: no shard CSVs under ${path.join(dir, "run", "asb")} (not run); ASB results skipped`
     ])
-    expect(validate(SCHEMA, JSON.parse(summaryJson(s)))).toEqual([])
+    expect(validate(SCHEMA, JSON.parse(strictJson(s)))).toEqual([])
   })
 
   it("no baseline arm: no paired differences and no replay baseline", () => {
@@ -269,7 +270,7 @@ describe("notes instead of crashes", () => {
 })
 
 describe("docs/summary.schema.json", () => {
-  const s = JSON.parse(summaryJson(summarise())) as Record<string, unknown>
+  const s = JSON.parse(strictJson(summarise())) as Record<string, unknown>
 
   it("rejects an unknown key, a missing key, a NaN written as a string and a wrong type", () => {
     expect(validate(SCHEMA, { ...s, extra: 1 })).toEqual(["$: unexpected key extra"])
