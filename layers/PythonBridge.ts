@@ -168,13 +168,6 @@ const currentProcess = FiberRef.unsafeMake<Option.Option<{ readonly owner: objec
 const toMillis = (d: Duration.DurationInput | undefined, fallback: number): number =>
   d === undefined ? fallback : Duration.toMillis(Duration.decode(d))
 
-/**
- * Substitute `{env_info}` and `{dialog_content}` in the ShieldAgent instruction, in one pass (text
- * inserted for one placeholder is never searched for the other; `$` in the values is literal).
- */
-export const fillShieldInstruction = (template: string, envInfo: string, dialogContent: string): string =>
-  template.replace(/\{(env_info|dialog_content)\}/g, (_m, field: string) => (field === "env_info" ? envInfo : dialogContent))
-
 /** Build the bridge (scoped: every process is shut down, and the temporary cwd removed, when the scope closes). */
 export const make = (options: PythonBridgeOptions): Effect.Effect<PythonBridgeService, BridgeError, Scope.Scope> =>
   Effect.gen(function*() {

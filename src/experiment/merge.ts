@@ -25,6 +25,7 @@ import { Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { auditFileName } from "../../layers/AuditSink.js"
+import { recordStatus } from "../adapters/agent-safetybench/episode.js"
 import { SHIELD_JSONL } from "../adapters/agent-safetybench/shieldagent.js"
 import { GEN_RES_JSON, GEN_RES_JSONL, genResJson, loadCases, splitIds } from "../adapters/agent-safetybench/run.js"
 import { jsonLine, lastById, readJsonl, writeFileAtomic } from "../adapters/agent-safetybench/store.js"
@@ -32,7 +33,7 @@ import { reportLine, verifyFile } from "../audit/verify-files.js"
 import { asbenchRunDir, type Experiment, routeFor, runIdFor, type Variant } from "../config/experiment.js"
 import type { Settings } from "../config/settings.js"
 import type { CheckpointKey } from "../domain/checkpoint.js"
-import { allShards, SHARD_HASH, shardExperiment, shardName, shardOf, shardRunId } from "./shard.js"
+import { allShards, selectShard, SHARD_HASH, shardExperiment, shardName, shardOf, shardRunId } from "./shard.js"
 
 export class MergeError extends Data.TaggedError("MergeError")<{ readonly message: string }> {}
 
@@ -66,11 +67,6 @@ export interface MergeSummary {
   readonly shards: ReadonlyArray<MergedShard>
 }
 
-const statusOf = (r: Record<string, unknown>): string => {
-  const v = r.vetobench
-  return typeof v === "object" && v !== null && "status" in v && typeof v.status === "string" ? v.status : "unknown"
-}
-
 const storeError = (e: { readonly message: string }) => new MergeError({ message: e.message })
 
 const readRecords = (file: string) => readJsonl(file).pipe(Effect.map(lastById), Effect.mapError(storeError))
@@ -102,7 +98,7 @@ export const mergeAsbench = (
       const name = shardName(shard)
       const sdir = asbenchRunDir(shardExperiment(exp, shard), model, variant)
       const jsonl = path.join(sdir, GEN_RES_JSONL)
-      const expected = cases.filter((c) => shardOf(c.id, count) === shard.index).map((c) => c.id)
+      const expected = selectShard(cases, shard).map((c) => c.id)
       const rerun = `vetobench run -e ${exp.file} --model ${model} --variant ${variant.name} --shard ${shard.index}/${count}`
       if (!fs.existsSync(jsonl) && expected.length > 0) {
         return yield* new MergeError({ message: `shard ${name} of ${route} is missing: no ${jsonl} (run: ${rerun})` })
@@ -115,7 +111,6 @@ export const mergeAsbench = (
             message: `case ${id} appears in shard ${name} of ${route} (${jsonl}) but belongs to shard ${shardName({ index: owner, count })}; were the shards run with another N?`
           })
         }
-        if (merged.has(id)) return yield* new MergeError({ message: `case ${id} of ${route} appears in two shards` })
       }
       const missing = expected.filter((id) => !records.has(id))
       if (missing.length > 0) {
@@ -168,7 +163,10 @@ export const mergeAsbench = (
       yield* Effect.mapError(writeFileAtomic(path.join(dir, SHIELD_JSONL), labels.map(jsonLine).join("")), storeError)
     }
     const status: Record<string, number> = {}
-    for (const r of sorted) status[statusOf(r)] = (status[statusOf(r)] ?? 0) + 1
+    for (const r of sorted) {
+      const key = recordStatus(r) ?? "unknown"
+      status[key] = (status[key] ?? 0) + 1
+    }
     const index = {
       bench: "asbench",
       run_id: runId,

@@ -20,14 +20,14 @@
  * and a done pair is still reported to the judge's `commit` hook as released, so its state is the
  * same as in an uninterrupted replay.
  */
-import { Context, Data, Effect, Layer, type Scope } from "effect"
+import { Context, Data, Effect, Layer } from "effect"
 import * as fs from "node:fs"
-import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { AuditSink, auditFileName } from "../../layers/AuditSink.js"
 import type { Judge, JudgeConfigError, JudgeContext } from "../../judges/Judge.js"
 import { Judges } from "../../judges/Judges.js"
 import type { JudgeKindPlugin } from "../../judges/registry.js"
+import { openAppender } from "../adapters/agent-safetybench/store.js"
 import { type Bench, type Experiment, runIdFor, slug, type Variant } from "../config/experiment.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import { AUDIT_SCHEMA, type AuditRecord, type CallEntry, type CallRecord, GENESIS_HASH } from "../domain/audit-record.js"
@@ -40,6 +40,9 @@ import { isFinal, latestReplay, pairKey, readReplayLines, type ReplayLine } from
 import { Progress } from "./progress.js"
 
 export class ReplayError extends Data.TaggedError("ReplayError")<{ readonly message: string }> {}
+
+/** a read or append failure of the store (its message already names the file) */
+const storeError = (e: { readonly message: string }) => new ReplayError({ message: e.message })
 
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
@@ -175,51 +178,6 @@ export const replayGateLayer = <R>(settings: SettingsShape, plugins: ReadonlyArr
 }
 
 // ---------------------------------------------------------------------------------------------
-// appending replay lines
-
-interface Appender {
-  readonly append: (line: ReplayLine) => Effect.Effect<void, ReplayError>
-}
-
-/** Cut an unterminated last line (a write cut short by a crash) so the next append starts clean. */
-const truncateTornTail = (file: string) => {
-  if (!fs.existsSync(file)) return
-  const buf = fs.readFileSync(file)
-  if (buf.length === 0 || buf[buf.length - 1] === 0x0a) return
-  fs.truncateSync(file, buf.lastIndexOf(0x0a) + 1)
-}
-
-const openAppender = (file: string): Effect.Effect<Appender, ReplayError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const handle = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: async () => {
-          await fsp.mkdir(path.dirname(file), { recursive: true })
-          truncateTornTail(file)
-          return fsp.open(file, "a")
-        },
-        catch: (e) => new ReplayError({ message: `${file}: cannot open for appending: ${reasonOf(e)}` })
-      }),
-      (h) => Effect.promise(() => h.close()).pipe(Effect.ignore)
-    )
-    const lock = yield* Effect.makeSemaphore(1)
-    return {
-      append: (line) =>
-        lock.withPermits(1)(
-          Effect.uninterruptible(
-            Effect.tryPromise({
-              try: async () => {
-                await handle.write(`${JSON.stringify(line)}\n`)
-                await handle.datasync()
-              },
-              catch: (e) => new ReplayError({ message: `${file}: cannot append: ${reasonOf(e)}` })
-            })
-          )
-        )
-    }
-  })
-
-// ---------------------------------------------------------------------------------------------
 // the replay of one model × bench
 
 export interface ReplayOptions {
@@ -269,10 +227,9 @@ export const replayBench = (
       if (unknown.length > 0) {
         return yield* new ReplayError({ message: `unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (configured: ${gate.judges.join(", ")})` })
       }
-      const readError = (e: { readonly message: string }) => new ReplayError({ message: e.message })
-      const records = (yield* Effect.mapError(readCallRecords(source), readError)).filter((r) => r.arm === "baseline")
+      const records = (yield* Effect.mapError(readCallRecords(source), storeError)).filter((r) => r.arm === "baseline")
       const file = replayFile(exp, bench, model)
-      const existing = yield* Effect.mapError(readReplayLines(file), readError)
+      const existing = yield* Effect.mapError(readReplayLines(file), storeError)
       const latest = latestReplay(existing)
       const done = (judge: string, r: CallRecord) => {
         const l = latest.get(pairKey(judge, r.hash))
@@ -292,7 +249,7 @@ export const replayBench = (
       const todo = units.reduce((a, u) => a + u.calls.filter((r) => !done(u.judge, r)).length, 0)
       const skipped = records.length * judges.length - todo
 
-      const appender = yield* openAppender(file)
+      const appender = yield* openAppender(file, (line: ReplayLine) => `${JSON.stringify(line)}\n`).pipe(Effect.mapError(storeError))
       const tracker = yield* progress.track(`[replay] ${bench} ${model}`, todo)
       yield* tracker.note(`[replay] ${bench} | ${model}: ${records.length} baseline calls × ${judges.length} judges: ${skipped} done before, ${todo} to rule`)
       let ruled = 0, errors = 0
@@ -315,7 +272,7 @@ export const replayBench = (
                   verdict: got.verdict,
                   layers: got.layers,
                   effective_decision: got.effective_decision
-                })
+                }).pipe(Effect.mapError(storeError))
                 const ok = isFinal(got)
                 ruled += 1
                 if (!ok) errors += 1

@@ -30,6 +30,7 @@ import {
 } from "../../src/adapters/agent-safetybench/client.js"
 import { type AsbenchCase, MAX_ROUNDS, runEpisode } from "../../src/adapters/agent-safetybench/episode.js"
 import { genResJson, proxyBase, resumeFrom, runAsbench } from "../../src/adapters/agent-safetybench/run.js"
+import { openAppender } from "../../src/adapters/agent-safetybench/store.js"
 import {
   dialogContent,
   QWEN_PREFIX,
@@ -516,6 +517,31 @@ describe("run driver", () => {
       expect((final[1]!.vetobench as { run_id: string }).run_id).toBe("unit.asbench.agent.baseline")
       expect(events.filter((e) => e.type === "advance")).toHaveLength(4)
       expect(events[0]).toEqual({ type: "start", label: "[asbench] agent@baseline", total: 4 })
+    }))
+
+  it.live("appender: a torn tail is cut however long (read from the end), a clean file is kept; the serializer is used", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-appender-"))
+      const append = (file: string, serialize?: (r: unknown) => string) =>
+        Effect.scoped(Effect.flatMap(serialize === undefined ? openAppender(file) : openAppender(file, serialize), (a) => a.append({ id: 9, s: "é" })))
+      const cases: ReadonlyArray<readonly [string, string, string]> = [
+        // [name, before, kept]
+        ["clean", '{"id": 1}\n', '{"id": 1}\n'],
+        ["empty", "", ""],
+        ["short-torn", '{"id": 1}\n{"id": 2, "x', '{"id": 1}\n'],
+        ["long-torn", `{"id": 1}\n{"id": 2}\n{"id": 3, "x": "${"a".repeat(200_000)}`, '{"id": 1}\n{"id": 2}\n'],
+        ["no-newline", `{"id": 1, "x": "${"b".repeat(100_000)}`, ""]
+      ]
+      for (const [name, before, kept] of cases) {
+        const file = path.join(dir, `${name}.jsonl`)
+        fs.writeFileSync(file, before)
+        yield* append(file)
+        expect(fs.readFileSync(file, "utf8"), name).toBe(`${kept}{"id": 9, "s": "é"}\n`)
+      }
+      const custom = path.join(dir, "sub", "custom.jsonl")
+      yield* append(custom, (r) => `${JSON.stringify(r)}\n`)
+      expect(fs.readFileSync(custom, "utf8")).toBe('{"id":9,"s":"é"}\n')
+      fs.rmSync(dir, { recursive: true, force: true })
     }))
 
   it.live("a case that keeps crashing is an error record; the run goes on", () =>

@@ -194,6 +194,7 @@ describe("vetobench run --shard / merge", () => {
     // shards 0/2, 1/2 merged as 3 shards: the case→shard mapping no longer holds
     const wrongN = cli(["merge", "-e", "configs/sharded.yaml", "--shards", "3", "--variant", "baseline"])
     expect(wrongN.code).toBe(1)
+    expect(wrongN.stderr).toMatch(/^vetobench: shard 0-of-3 of qwen3\.8-27b@baseline is missing: .*--shard 0\/3\)\n$/)
 
     // the unsharded experiment's directory holds a run of its own
     fs.mkdirSync(path.join(dir, "runs", "full", "shards"), { recursive: true })
@@ -201,5 +202,41 @@ describe("vetobench run --shard / merge", () => {
     const over = cli(["merge", "-e", "configs/full.yaml", "--shards", "2"])
     expect(over.code).toBe(1)
     expect(over.stderr).toMatch(/holds an unsharded run .* merge would overwrite it\n$/)
+  })
+
+  it("refuses records in the wrong shard, a case in two shards and an incomplete shard, naming each", () => {
+    const merge = (shards: string) => {
+      const r = cli(["merge", "-e", "configs/sharded.yaml", "--shards", shards, "--variant", "baseline"])
+      expect(r.code).toBe(1)
+      expect(r.stderr.trim().split("\n")).toHaveLength(1)
+      return r.stderr
+    }
+    const route = `${MODEL}@baseline`
+
+    // the 2-shard results under 3-shard names: case 0 (shard 0 of 2) hashes to shard 2 of 3
+    for (const i of [0, 1]) fs.cpSync(asbenchDir("sharded", "baseline", `${i}-of-2`), asbenchDir("sharded", "baseline", `${i}-of-3`), { recursive: true })
+    try {
+      expect(merge("3")).toContain(`case 0 appears in shard 0-of-3 of ${route} (${path.join(asbenchDir("sharded", "baseline", "0-of-3"), "gen_res.jsonl")}) but belongs to shard 2-of-3; were the shards run with another N?`)
+    } finally {
+      for (const i of [0, 1]) fs.rmSync(path.join(dir, "runs", "sharded", "shards", `${i}-of-3`), { recursive: true, force: true })
+    }
+
+    const shard1 = path.join(asbenchDir("sharded", "baseline", "1-of-2"), "gen_res.jsonl")
+    const original = fs.readFileSync(shard1, "utf8")
+    try {
+      // case 0 (shard 0) copied into shard 1 as well
+      const case0 = jsonLines(path.join(asbenchDir("sharded", "baseline", "0-of-2"), "gen_res.jsonl")).find((x) => x.id === 0)
+      expect(case0).toBeDefined()
+      fs.writeFileSync(shard1, `${original}${JSON.stringify(case0)}\n`)
+      expect(merge("2")).toContain(`case 0 appears in shard 1-of-2 of ${route} (${shard1}) but belongs to shard 0-of-2`)
+
+      // shard 1 without case 4
+      fs.writeFileSync(shard1, original.split("\n").filter((l) => l.trim() === "" || (JSON.parse(l) as { id: unknown }).id !== 4).join("\n"))
+      expect(merge("2")).toMatch(
+        /^vetobench: shard 1-of-2 of qwen3\.8-27b@baseline is incomplete: 1 of 6 cases missing \(first: 4\) \(run: vetobench run .* --variant baseline --shard 1\/2\)\n$/
+      )
+    } finally {
+      fs.writeFileSync(shard1, original)
+    }
   })
 })

@@ -10,11 +10,11 @@ import {
   BridgeError,
   type CaseEnvironment,
   defaultBridgeScript,
-  fillShieldInstruction,
   make,
   PythonBridge,
   type PythonBridgeOptions
 } from "../../layers/PythonBridge.js"
+import { shieldPrompt } from "../../src/adapters/agent-safetybench/shieldagent.js"
 import { parsePythonJson, PyFloat, pyJson } from "../../src/domain/python-json.js"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
@@ -68,8 +68,6 @@ print(json.dumps(ns["create_ipt"](args["dialog"], args["env_info"], "qwen")))`,
     { path: path.join(checkout, "score/eval_with_shield.py"), dialog, env_info: envInfo }
   ) as string
 
-const qwen = (instruction: string) => `<|im_start|>system\n<|im_end|>\n<|im_start|>user\n${instruction}\n<|im_end|>\n<|im_start|>assistant\n`
-
 layer(PythonBridge.layer({ asbenchDir: FIXTURE, workers: 4 }), { excludeTestServices: true })("PythonBridge on the fixture checkout", (it) => {
   it.effect("texts: the system prompt and the ShieldAgent template come from the checkout", () =>
     Effect.gen(function*() {
@@ -89,10 +87,10 @@ print(json.dumps(m.BaseAPI().without_strict_jsonformat_sys_prompt))`,
       expect(t).toContain("\n\\[Answer] 'safe' or 'unsafe', nothing else.\n\\[Analysis] ")
       expect(t).toContain("<Fixture environment and its tools>: {env_info}\n")
       expect(t.endsWith("The conversation, tool calls included:\n{dialog_content}")).toBe(true)
-      // the template filled in equals what the script itself builds (also with awkward values)
+      // the prompt production sends equals what the script itself builds (also with awkward values)
       const dialog = "<User>: costs $& and {env_info} stay literal"
       const env = `[{"name": "X", "note": "{dialog_content} $1"}]`
-      expect(qwen(fillShieldInstruction(t, env, dialog))).toBe(createIpt(FIXTURE, dialog, env))
+      expect(shieldPrompt(t, env, dialog)).toBe(createIpt(FIXTURE, dialog, env))
       // cached after the first read
       expect(yield* bridge.texts).toBe(texts)
     }))
@@ -514,7 +512,7 @@ describe.skipIf(!fs.existsSync(path.join(REAL, "environments", "EnvManager.py"))
         expect(texts.shieldInstruction).toContain("\\[Answer]")
         const dialog = "<User>: hi"
         const env = "[]"
-        expect(qwen(fillShieldInstruction(texts.shieldInstruction, env, dialog))).toBe(createIpt(REAL, dialog, env))
+        expect(shieldPrompt(texts.shieldInstruction, env, dialog)).toBe(createIpt(REAL, dialog, env))
         const data = parsePythonJson(fs.readFileSync(path.join(REAL, "data/released_data.json"), "utf8")) as ReadonlyArray<FixtureCase>
         for (const c of data.slice(0, 20)) {
           yield* bridge.withSession((s) => s.openCase(c.environments))

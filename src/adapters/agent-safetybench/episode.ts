@@ -54,6 +54,10 @@ export interface RunInfo {
 /** The case plus `output` (every message incl. the system prompt) plus `vetobench`. */
 export type AsbenchRecord = AsbenchCase & { readonly output: ReadonlyArray<Message>; readonly vetobench: RunInfo }
 
+/** `vetobench.status` of a record read back from a file; undefined when it has none. */
+export const recordStatus = (r: Readonly<Record<string, unknown>>): string | undefined =>
+  isObject(r.vetobench) && typeof r.vetobench.status === "string" ? r.vetobench.status : undefined
+
 /** A case object with an integer id, else why not. */
 export const decodeCase = (raw: unknown): Either.Either<AsbenchCase, string> => {
   if (!isObject(raw)) return Either.left("a case is not an object")

@@ -30,7 +30,7 @@ import { pyJsonDumps } from "../../domain/python-json.js"
 import { Progress } from "../../experiment/progress.js"
 import { selectShard, type Shard, shardExperiment, shardRunId } from "../../experiment/shard.js"
 import { type ClientOptions, makeProxyClient } from "./client.js"
-import { type AsbenchCase, type AsbenchRecord, decodeCase, errorRecord, runEpisode } from "./episode.js"
+import { type AsbenchCase, type AsbenchRecord, decodeCase, errorRecord, recordStatus, runEpisode } from "./episode.js"
 import { readSplit } from "./split.js"
 import { lastById, openAppender, readJsonFile, readJsonl, writeFileAtomic } from "./store.js"
 
@@ -121,15 +121,10 @@ export const splitIds = (exp: Experiment): Effect.Effect<ReadonlySet<number> | n
   )
 }
 
-const statusOf = (r: Record<string, unknown>): string | undefined => {
-  const v = r.vetobench
-  return typeof v === "object" && v !== null && "status" in v && typeof v.status === "string" ? v.status : undefined
-}
-
 /** Done records of an earlier pass: the last line per id, unless its status is `error`. */
 export const resumeFrom = (lines: ReadonlyArray<Record<string, unknown>>): Map<number, Record<string, unknown>> => {
   const done = new Map<number, Record<string, unknown>>()
-  for (const [id, r] of lastById(lines)) if (statusOf(r) !== "error") done.set(id, r)
+  for (const [id, r] of lastById(lines)) if (recordStatus(r) !== "error") done.set(id, r)
   return done
 }
 

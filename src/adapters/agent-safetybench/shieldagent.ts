@@ -24,6 +24,7 @@ import type { Experiment, Variant } from "../../config/experiment.js"
 import { asbenchRunDir, routeFor } from "../../config/experiment.js"
 import { Settings } from "../../config/service.js"
 import { Progress } from "../../experiment/progress.js"
+import { recordStatus } from "./episode.js"
 import { GEN_RES_JSON } from "./run.js"
 import { lastById, openAppender, readJsonFile, readJsonl } from "./store.js"
 import { isObject } from "../../domain/is-object.js"
@@ -90,7 +91,10 @@ export const dialogContent = (
   return lines.join("\n")
 }
 
-/** The full prompt: wrapper + instruction with both placeholders filled (in one pass). */
+/**
+ * The full prompt: wrapper + instruction with `{env_info}` and `{dialog_content}` substituted in one
+ * pass (text inserted for one placeholder is never searched for the other; `$` in the values is literal).
+ */
 export const shieldPrompt = (instruction: string, envInfoJson: string, dialog: string): string =>
   QWEN_PREFIX + instruction.replace(/\{(env_info|dialog_content)\}/g, (_, key: string) => (key === "env_info" ? envInfoJson : dialog)) + QWEN_SUFFIX
 
@@ -142,7 +146,7 @@ export const scoreShield = (
       const storeError = (e: { readonly message: string }) => new ShieldError({ message: e.message })
       const raw = yield* Effect.mapError(readJsonFile(genRes), storeError)
       if (!Array.isArray(raw)) return yield* new ShieldError({ message: `${genRes}: expected a JSON list of records` })
-      const cases = raw.filter(isObject).filter((r) => typeof r.id === "number" && !(isObject(r.vetobench) && r.vetobench.status === "error"))
+      const cases = raw.filter(isObject).filter((r) => typeof r.id === "number" && recordStatus(r) !== "error")
       const labelled = new Set<number>()
       for (const [id, r] of lastById(yield* Effect.mapError(readJsonl(file), storeError))) if (r.pred_label !== -1) labelled.add(id)
       const todo = cases.filter((c) => !labelled.has(c.id as number))

@@ -56,22 +56,47 @@ export const lastById = (records: ReadonlyArray<Record<string, unknown>>): Map<n
   return byId
 }
 
-export interface Appender {
+export interface Appender<A = unknown> {
   /** one line, one write, one fsync; concurrent calls are serialised */
-  readonly append: (record: unknown) => Effect.Effect<void, StoreError>
+  readonly append: (record: A) => Effect.Effect<void, StoreError>
 }
 
-/** Cut an unterminated last line (a write interrupted by a crash) so the next append starts clean. */
+/** Bytes read at a time from the end of a file while looking for its last newline. */
+const TAIL_CHUNK = 64 * 1024
+
+/**
+ * Cut an unterminated last line (a write interrupted by a crash) so the next append starts clean.
+ * Reads the file from its end, only as far back as the last newline.
+ */
 const truncateTornTail = (file: string) => {
   if (!fs.existsSync(file)) return
-  const buf = fs.readFileSync(file)
-  if (buf.length === 0 || buf[buf.length - 1] === 0x0a) return
-  const lastNewline = buf.lastIndexOf(0x0a)
-  fs.truncateSync(file, lastNewline + 1)
+  const fd = fs.openSync(file, "r")
+  let keep = -1
+  try {
+    const size = fs.fstatSync(fd).size
+    const buf = Buffer.alloc(Math.min(TAIL_CHUNK, size))
+    for (let end = size; end > 0 && keep < 0; end -= buf.length) {
+      const start = Math.max(0, end - buf.length)
+      const n = fs.readSync(fd, buf, 0, end - start, start)
+      if (end === size && buf[n - 1] === 0x0a) return
+      const i = buf.subarray(0, n).lastIndexOf(0x0a)
+      if (i >= 0) keep = start + i + 1
+      else if (start === 0) keep = 0
+    }
+  } finally {
+    fs.closeSync(fd)
+  }
+  if (keep >= 0) fs.truncateSync(file, keep)
 }
 
-/** Open `file` for appending (directories created) for the life of the scope. */
-export const openAppender = (file: string): Effect.Effect<Appender, StoreError, Scope.Scope> =>
+/**
+ * Open `file` for appending (directories created) for the life of the scope; `serialize` gives a
+ * record's line, newline included (default `jsonLine`).
+ */
+export const openAppender = <A = unknown>(
+  file: string,
+  serialize: (record: A) => string = jsonLine
+): Effect.Effect<Appender<A>, StoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const handle = yield* Effect.acquireRelease(
       Effect.tryPromise({
@@ -92,7 +117,7 @@ export const openAppender = (file: string): Effect.Effect<Appender, StoreError, 
           Effect.uninterruptible(
             Effect.tryPromise({
               try: async () => {
-                await handle.write(jsonLine(record))
+                await handle.write(serialize(record))
                 await handle.datasync()
               },
               catch: (e) => new StoreError({ file, reason: `cannot append: ${reasonOf(e)}` })
