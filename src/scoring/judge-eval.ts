@@ -31,6 +31,7 @@ import { latencySummary, layerOrder, stackLayers } from "./metrics.js"
 import { binaryMetrics, type BootstrapOptions, clusterBootstrap, confusionOf, estimate } from "./stats.js"
 import type { AsbenchJudgeQuality, AsbJudgeQuality, Confusion, LayerContribution } from "./summary-types.js"
 import { isObject } from "../domain/is-object.js"
+import { asbenchEpisode } from "../adapters/agent-safetybench/episode.js"
 
 /** One line of a replay file. */
 export interface ReplayLine {
@@ -253,8 +254,6 @@ export const evalAsbJudge = (
   }
 }
 
-/** The replay episode id of an Agent-SafetyBench case. */
-export const asbenchEpisode = (id: number): string => `asbench:${id}`
 
 /** Agent-SafetyBench judge quality, per episode, against the baseline's ShieldAgent labels. */
 export const evalAsbenchJudge = (

@@ -30,6 +30,9 @@ import type { BridgeError, BridgeSession, CaseEnvironment } from "../../../layer
 import type { CaseError, ChatFn, Message } from "./client.js"
 import { isObject } from "../../domain/is-object.js"
 
+/** The episode id a case's requests carry (`x-vetobench-episode`), which the audit records keep. */
+export const asbenchEpisode = (id: number): string => `asbench:${id}`
+
 export const MAX_ROUNDS = 10
 
 /** A case of `released_data.json`: an integer id and whatever else the benchmark put in it. */

@@ -30,9 +30,10 @@ import { pyJsonDumps } from "../../domain/python-json.js"
 import { Progress } from "../../experiment/progress.js"
 import { selectShard, type Shard, shardExperiment, shardRunId } from "../../experiment/shard.js"
 import { type ClientOptions, makeProxyClient } from "./client.js"
-import { type AsbenchCase, type AsbenchRecord, decodeCase, errorRecord, recordStatus, runEpisode } from "./episode.js"
+import { asbenchEpisode, type AsbenchCase, type AsbenchRecord, decodeCase, errorRecord, recordStatus, runEpisode } from "./episode.js"
 import { readSplit } from "./split.js"
 import { lastById, openAppender, readJsonFile, readJsonl, writeFileAtomic } from "./store.js"
+import { GEN_RES_JSON, GEN_RES_JSONL } from "./files.js"
 
 /** The run could not start or could not keep its results: one line for the user. */
 export class AsbenchError extends Data.TaggedError("AsbenchError")<{ readonly message: string }> {}
@@ -59,9 +60,6 @@ export interface AsbenchRunSummary {
   /** status counts of the cases run in this pass */
   readonly ran: { readonly ok: number; readonly exceeded: number; readonly error: number }
 }
-
-export const GEN_RES_JSONL = "gen_res.jsonl"
-export const GEN_RES_JSON = "gen_res.json"
 
 /** `http://h:p/v1/` → `http://h:p` (trailing `/` and `/v1` dropped). */
 export const proxyBase = (proxyUrl: string): string => proxyUrl.replace(/\/+$/, "").replace(/\/v1$/, "")
@@ -188,7 +186,7 @@ export const runAsbench = (
       const ran = { ok: 0, exceeded: 0, error: 0 }
       const episode = (c: AsbenchCase) =>
         bridge.withSession((session) =>
-          runEpisode({ case: c, systemPrompt: texts.systemPrompt, session, chat: client(`asbench:${c.id}`, environmentNames(c)), route, runId })
+          runEpisode({ case: c, systemPrompt: texts.systemPrompt, session, chat: client(asbenchEpisode(c.id), environmentNames(c)), route, runId })
         )
       // pitfall 30: a case's failure is a value (an error record), never a failure of the forEach
       const runCase = (c: AsbenchCase): Effect.Effect<AsbenchRecord> =>

@@ -25,13 +25,12 @@ import { asbenchRunDir, routeFor } from "../../config/experiment.js"
 import { Settings } from "../../config/service.js"
 import { Progress } from "../../experiment/progress.js"
 import { recordStatus } from "./episode.js"
-import { GEN_RES_JSON } from "./run.js"
+import { GEN_RES_JSON, SHIELD_JSONL } from "./files.js"
 import { lastById, openAppender, readJsonFile, readJsonl } from "./store.js"
 import { isObject } from "../../domain/is-object.js"
 
 export class ShieldError extends Data.TaggedError("ShieldError")<{ readonly message: string }> {}
 
-export const SHIELD_JSONL = "shield.jsonl"
 export const NO_SHIELD_MODEL = "set scoring.shieldagent_model in the config"
 
 export type ShieldLabel = -1 | 0 | 1
