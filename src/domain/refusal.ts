@@ -28,6 +28,10 @@ export const withNotes = (prior: unknown, notes: string): string => {
   return p === "" ? notes : `${p}\n\n${notes}`
 }
 
+/** The refusal sentences of the removed calls (call index → sentence), in call order, joined by a space. */
+export const refusalNotes = (removed: ReadonlyMap<number, string>): string =>
+  [...removed.entries()].sort(([a], [b]) => a - b).map(([, s]) => s).join(" ")
+
 /**
  * Remove the calls whose index is in `removed` from an assistant message (mutated in place).
  * Returns the new finish_reason: `tool_calls` when some survive, `stop` when none do.
@@ -39,7 +43,7 @@ export const stripCalls = (
 ): "tool_calls" | "stop" => {
   const calls = Array.isArray(message.tool_calls) ? message.tool_calls : []
   const kept = calls.filter((_, i) => !removed.has(i))
-  const notes = [...removed.entries()].sort(([a], [b]) => a - b).map(([, s]) => s).join(" ")
+  const notes = refusalNotes(removed)
   if (kept.length > 0) {
     message.tool_calls = kept
     if (partial === "content") message.content = withNotes(message.content, notes)

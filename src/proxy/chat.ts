@@ -77,7 +77,8 @@ export const chatCompletions = Effect.gen(function* () {
           return yield* new ProxyError({ code: "upstream_invalid_response", message: "upstream answer is not a JSON object" })
         }
         const blocked = yield* Effect.mapError(gate.ruleResponse(request, parsed), auditFailed)
-        return HttpServerResponse.text(JSON.stringify(parsed), {
+        // the gate changes `parsed` only to strip blocked calls: when it blocked none, the upstream bytes go back as they came
+        return HttpServerResponse.text(blocked === 0 ? text : JSON.stringify(parsed), {
           contentType: "application/json",
           headers: { "x-vetobench-blocked": String(blocked) }
         })

@@ -37,6 +37,8 @@ export interface ProxyLayerOptions<R> {
   readonly port?: number
   /** replace the file audit sink (tests) */
   readonly audit?: Layer.Layer<AuditSink, AuditWriteError>
+  /** replace the verdict cache the settings describe (tests: one cache shared by two gates) */
+  readonly cache?: Layer.Layer<JudgeCache>
 }
 
 /** Everything the gate needs, without the HTTP server (for embedding the gate elsewhere). */
@@ -45,9 +47,9 @@ export const gateLayer = <R>(opts: ProxyLayerOptions<R>) => {
   const upstreams = Upstreams.layer.pipe(Layer.provide(settings))
   const kinds = JudgeKinds.layer(opts.plugins)
   const judges = Judges.layer.pipe(Layer.provide(kinds), Layer.provide(settings))
-  const cache = opts.settings.proxy.judge_cache
-    ? JudgeCache.layerMemory(opts.settings.proxy.judge_cache_size)
-    : JudgeCache.layerNoop
+  const cache =
+    opts.cache ??
+    (opts.settings.proxy.judge_cache ? JudgeCache.layerMemory(opts.settings.proxy.judge_cache_size) : JudgeCache.layerNoop)
   const audit = opts.audit ?? auditLayer(opts.settings)
   const holds = Holds.layer
   const gate = Gate.layer.pipe(Layer.provide(Layer.mergeAll(judges, cache, audit, settings, holds)))

@@ -6,7 +6,7 @@
  */
 import * as Sse from "@effect/experimental/Sse"
 import { Effect, Stream } from "effect"
-import type { PartialRefusal } from "../domain/refusal.js"
+import { type PartialRefusal, refusalNotes } from "../domain/refusal.js"
 import { blockedNotes, type GateRequest, type GateShape } from "../gate/Gate.js"
 import type { AuditWriteError } from "../../layers/AuditSink.js"
 import { isObject } from "../domain/is-object.js"
@@ -63,7 +63,7 @@ export const makeSseGate = (opts: SseGateOptions) => {
         const removed = blockedNotes(rulings)
         blocked += removed.size
         const kept = raw.filter((_, i) => !removed.has(i))
-        const notes = [...removed.entries()].sort(([a], [b]) => a - b).map(([, n]) => n).join(" ")
+        const notes = refusalNotes(removed)
         const out: Array<string> = []
         if (removed.size > 0 && (kept.length === 0 || opts.partial === "content")) {
           out.push(chunk(index, { content: s.content.trim() === "" ? notes : `\n\n${notes}` }, null))

@@ -5,21 +5,23 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { AuditMemory, AuditSink } from "../../layers/AuditSink.js"
+import { JudgeCache, makeMemoryCache } from "../../layers/JudgeCache.js"
 import { decided, defaultSettings, Gate, gateLayer, JudgeError, type GateRequest, type JudgeKindPlugin, type SettingsShape } from "../../src/index.js"
 import { makeUpstreamSettings } from "../../src/config/settings.js"
 import { staticPlugin } from "../../judges/static.js"
 import { isCallRecord } from "../../src/domain/audit-record.js"
 
-/** A test judge kind: `decision`, or `fail` ("error" | "timeout"), after `delay_ms`; counts calls in flight. */
+/** A test judge kind: `decision`, or `fail: "error"`, after `delay_ms`; counts calls in flight. */
 const probe = { inFlight: 0, maxInFlight: 0, calls: 0 }
 const testKind: JudgeKindPlugin = Effect.succeed({
   kind: "test",
-  make: (name, spec) =>
-    Effect.succeed({
+  make: (name, spec) => {
+    const version = typeof spec.version === "string" ? spec.version : "v1"
+    return Effect.succeed({
       judge: name,
       kind: "test",
       model: null,
-      version: typeof spec.version === "string" ? spec.version : "v1",
+      version,
       cacheable: spec.cacheable === true,
       rule: (call) =>
         Effect.gen(function* () {
@@ -29,14 +31,14 @@ const testKind: JudgeKindPlugin = Effect.succeed({
           yield* Effect.sleep(`${typeof spec.delay_ms === "number" ? spec.delay_ms : 0} millis`)
           probe.inFlight--
           if (spec.fail === "error") return yield* new JudgeError({ judge: name, reason: "unavailable", message: "judge down" })
-          if (spec.fail === "timeout") return yield* new JudgeError({ judge: name, reason: "timeout", message: "judge slow" })
           const d = spec.decision === "deny" || spec.decision === "hold" ? spec.decision : "allow"
-          return decided({ judge: name, kind: "test", model: null, version: "v1" }, d, { reason: `ruled ${call.name}` })
+          return decided({ judge: name, kind: "test", model: null, version }, d, { reason: `ruled ${call.name}` })
         })
     })
+  }
 })
 
-const settingsWith = (proxy: Partial<SettingsShape["proxy"]> = {}) =>
+const settingsWith = (proxy: Partial<SettingsShape["proxy"]> = {}, cachedVersion = "v1") =>
   defaultSettings("/tmp", {
     upstreams: [makeUpstreamSettings({ name: "u", base_url: "http://127.0.0.1:9/v1" })],
     judges: {
@@ -44,13 +46,22 @@ const settingsWith = (proxy: Partial<SettingsShape["proxy"]> = {}) =>
       hold: { kind: "test", decision: "hold" },
       broken: { kind: "test", fail: "error" },
       slowish: { kind: "test", decision: "allow", delay_ms: 30 },
-      cached: { kind: "test", decision: "deny", cacheable: true }
+      cached: { kind: "test", decision: "deny", cacheable: true, version: cachedVersion }
     },
     proxy
   })
 
-const gateWith = (proxy: Partial<SettingsShape["proxy"]> = {}) =>
-  Layer.provideMerge(gateLayer({ settings: settingsWith(proxy), plugins: [staticPlugin, testKind], audit: AuditSink.layerMemory }), AuditSink.layerMemory)
+/** `cache` (optional) replaces the gate's own verdict cache, so that two gates can share one */
+const gateWith = (proxy: Partial<SettingsShape["proxy"]> = {}, cachedVersion = "v1", cache?: Layer.Layer<JudgeCache>) =>
+  Layer.provideMerge(
+    gateLayer({
+      settings: settingsWith(proxy, cachedVersion),
+      plugins: [staticPlugin, testKind],
+      audit: AuditSink.layerMemory,
+      ...(cache !== undefined ? { cache } : {})
+    }),
+    AuditSink.layerMemory
+  )
 
 const request = (arm: GateRequest["arm"], judge: string | null): GateRequest => ({
   arm,
@@ -111,15 +122,28 @@ describe("Gate", () => {
   it.live("a cached verdict is reused only for the same judge version and call", () =>
     Effect.gen(function* () {
       probe.calls = 0
-      const rulings = yield* run({}, (g) =>
-        Effect.all([
-          g.ruleChoice(request("shadow", "cached"), 0, calls("same")),
-          g.ruleChoice(request("shadow", "cached"), 0, calls("same")),
-          g.ruleChoice(request("shadow", "cached"), 0, calls("other"))
-        ])
-      )
-      expect(rulings.map((r) => r[0]!.verdict!.cached)).toEqual([false, true, false])
-      expect(probe.calls).toBe(2)
+      // one cache shared by two gates whose judge `cached` differs only in its version
+      const cache = Layer.succeed(JudgeCache, makeMemoryCache(16))
+      const ruleOn = (version: string, name: string) =>
+        Effect.gen(function* () {
+          const gate = yield* Gate
+          return yield* gate.ruleChoice(request("shadow", "cached"), 0, calls(name))
+        }).pipe(Effect.provide(gateWith({}, version, cache)), Effect.map((r) => r[0]!.verdict!))
+      const verdicts = [
+        yield* ruleOn("v1", "same"),
+        yield* ruleOn("v1", "same"),
+        yield* ruleOn("v1", "other"),
+        yield* ruleOn("v2", "same"),
+        yield* ruleOn("v2", "same")
+      ]
+      expect(verdicts.map((v) => [v.version, v.cached])).toEqual([
+        ["v1", false],
+        ["v1", true],
+        ["v1", false],
+        ["v2", false],
+        ["v2", true]
+      ])
+      expect(probe.calls).toBe(3)
     }))
 
   it.live("ruleResponse strips blocked calls in place and writes one record per call", () =>

@@ -6,8 +6,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { CLASSIFIER_BENIGN, CLASSIFIER_INJECTION, isInjection } from "../../layers/FakeVllm.js"
-import { classifierPlugin, INJECTION_V1 } from "../../judges/classifier.js"
-import { defaultPlugins } from "../../judges/plugins.js"
+import { INJECTION_V1 } from "../../judges/classifier.js"
 import { call, Harness, type HarnessShape, harnessLayer, post, TEST_JUDGES } from "../support/harness.js"
 
 const judges = {
@@ -36,7 +35,6 @@ const classifierRequests = (h: HarnessShape) => h.fake.requests.filter((r) => (r
 describe("classifier judge through the proxy", () => {
   layer(
     harnessLayer({
-      plugins: [...defaultPlugins, classifierPlugin],
       upstream: { models: ["agent", "judge", "guard", "refusal-judge", "qwen3.8-27b", "judge-small", "prompt-guard"] },
       settings: () => ({ judges })
     }),

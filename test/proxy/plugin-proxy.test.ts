@@ -2,14 +2,11 @@
 import * as path from "node:path"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { defaultPlugins } from "../../judges/plugins.js"
-import { pluginKindPlugin } from "../../judges/plugin.js"
 import { call, Harness, harnessLayer, post, TEST_JUDGES } from "../support/harness.js"
 
 const fixture = (name: string) => path.resolve("test/fixtures/plugins", name)
 
 const harness = harnessLayer({
-  plugins: [...defaultPlugins, pluginKindPlugin],
   settings: () => ({
     judges: {
       ...TEST_JUDGES,

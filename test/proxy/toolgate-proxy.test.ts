@@ -5,8 +5,6 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { defaultPlugins } from "../../judges/plugins.js"
-import { toolgatePlugin } from "../../judges/toolgate.js"
 import { type FakeRule, FakeToolgate, serveFakeToolgate } from "../support/fake-toolgate.js"
 import { call, Harness, harnessLayer, post, TEST_JUDGES } from "../support/harness.js"
 
@@ -24,7 +22,6 @@ const toolgateHarness = (proxy: { readonly fail_policy?: "closed" | "open" } = {
     Effect.gen(function* () {
       const gate = yield* serveFakeToolgate({ operatorToken: TOKEN, rules: RULES })
       const harness = harnessLayer({
-        plugins: [...defaultPlugins, toolgatePlugin],
         settings: () => ({
           judges: {
             ...TEST_JUDGES,

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { FakeVllm, type FakeVllmOptions, type FakeVllmShape } from "../../layers/FakeVllm.js"
-import { auditFileName } from "../../layers/AuditSink.js"
+import { type AuditSink, type AuditWriteError, auditFileName } from "../../layers/AuditSink.js"
 import { defaultPlugins } from "../../judges/plugins.js"
 import type { JudgeKindPlugin } from "../../judges/registry.js"
 import type { Upstreams } from "../../layers/Upstreams.js"
@@ -41,6 +41,8 @@ export interface HarnessOptions {
   readonly plugins?: ReadonlyArray<JudgeKindPlugin<Upstreams | SettingsTag>>
   readonly settings?: (fakeUrl: string, root: string) => SettingsOverrides
   readonly upstream?: Partial<UpstreamSettings>
+  /** replace the file audit sink (then `auditFile`/`records` read files nobody writes) */
+  readonly audit?: Layer.Layer<AuditSink, AuditWriteError>
 }
 
 /** Settings like the Python tests' fixture (reference §14.1), pointing at the fake. */
@@ -70,7 +72,8 @@ export const harnessLayer = (opts: HarnessOptions = {}): Layer.Layer<Harness> =>
       const fake = yield* FakeVllm
       const root = mkdtempSync(path.join(tmpdir(), "vetobench-test-"))
       const settings = testSettings(fake.url, root, opts)
-      const ctx = yield* Layer.build(proxyLayer({ settings, plugins: opts.plugins ?? defaultPlugins, port: 0 }))
+      const audit = opts.audit !== undefined ? { audit: opts.audit } : {}
+      const ctx = yield* Layer.build(proxyLayer({ settings, plugins: opts.plugins ?? defaultPlugins, port: 0, ...audit }))
       const server = Context.get(ctx, ProxyServer)
       const auditFile = (run: string | null) => path.join(settings.proxy.audit_dir, auditFileName(run))
       return {

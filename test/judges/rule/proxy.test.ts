@@ -6,8 +6,6 @@ import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { defaultPlugins } from "../../../judges/plugins.js"
-import { rulePlugin } from "../../../judges/rule/kind.js"
 import { call, Harness, harnessLayer, post, TEST_JUDGES } from "../../support/harness.js"
 import { AP_POLICY_FILE } from "./support.js"
 
@@ -26,7 +24,7 @@ const AP_TOOLS = [
 const judges = { ...TEST_JUDGES, rules: { kind: "rule", policy: AP_POLICY_FILE } }
 
 describe("rule judge through the proxy", () => {
-  layer(harnessLayer({ plugins: [...defaultPlugins, rulePlugin], settings: () => ({ judges }) }), { excludeTestServices: true })((it) => {
+  layer(harnessLayer({ settings: () => ({ judges }) }), { excludeTestServices: true })((it) => {
     it.effect("a ceiling violation is blocked with P2-ceiling in the refusal and the audit verdict", () =>
       Effect.gen(function* () {
         const h = yield* Harness

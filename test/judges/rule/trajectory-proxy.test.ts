@@ -5,8 +5,6 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { defaultPlugins } from "../../../judges/plugins.js"
-import { rulePlugin } from "../../../judges/rule/kind.js"
 import { call, Harness, harnessLayer, type HarnessShape, post, TEST_JUDGES } from "../../support/harness.js"
 import { REFUNDS_POLICY_FILE } from "./support.js"
 
@@ -36,7 +34,7 @@ const refund = (amount: number, order = "A-1001") => call("issue_refund", { orde
 const approval = (amount: number, order = "A-1001") => call("request_approval", { order_id: order, amount_usd: amount, reason: "goodwill" })
 
 describe("trajectory rules through the proxy", () => {
-  layer(harnessLayer({ plugins: [...defaultPlugins, rulePlugin], settings: () => ({ judges }) }), { excludeTestServices: true })((it) => {
+  layer(harnessLayer({ settings: () => ({ judges }) }), { excludeTestServices: true })((it) => {
     it.effect("3 × $40 in one episode: the second and third are blocked; a denied call does not add to the sum", () =>
       Effect.gen(function* () {
         const h = yield* Harness
