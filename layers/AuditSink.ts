@@ -14,7 +14,7 @@
  *   and a lock left by a dead process is taken over (see `acquireLock`).
  * - `AuditSink.layerMemory`: the same chains kept in memory; also provides `AuditMemory` to read them.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, Runtime } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
@@ -23,7 +23,7 @@ import { GENESIS_TIP, lastRecordOf, preparedRecord, prepareEntry, recordLine, se
 import type { VerifyResult } from "../src/domain/chain-verify.js"
 import { readShared, verifyChainParallel } from "./chain-workers.js"
 import { readFailure } from "./file-errors.js"
-import type { ChainPosition, ChainTip, PreparedEntry } from "../src/domain/audit-chain.js"
+import type { ChainTip } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
 import { makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
 
@@ -279,24 +279,20 @@ export type FsyncMode = "always" | "group" | "never"
 type Outcome = Effect.Effect<AuditRecord, AuditWriteError>
 
 /**
- * One queued append. The entry is prepared (canonicalized and serialised) by the appending fiber; the
- * writer only splices in the chain position and hashes. The writer completes it once: through `resume`
- * when the appender is already waiting, else by leaving `outcome` for it to pick up.
+ * One queued append. The writer canonicalizes the entry when it takes the batch (so what waits in the
+ * queue is small), seals it, and completes it once through `resume`; `record` is set once it is sealed.
  */
 interface Pending {
-  /** null when preparing failed (`error`) */
-  readonly prepared: PreparedEntry | null
-  readonly error: unknown
-  resume: ((outcome: Outcome) => void) | null
-  outcome: Outcome | null
+  readonly entry: AuditEntry
+  readonly resume: (outcome: Outcome) => void
+  record: AuditRecord | null
   done: boolean
 }
 
 const complete = (p: Pending, outcome: Outcome): void => {
   if (p.done) return
   p.done = true
-  if (p.resume !== null) p.resume(outcome)
-  else p.outcome = outcome
+  p.resume(outcome)
 }
 
 export interface FileSinkOptions {
@@ -309,8 +305,8 @@ export interface FileSinkOptions {
 
 /** A batch written to the file whose sync is under way. */
 interface InFlight {
+  /** its appends, each with its record */
   readonly sealed: ReadonlyArray<Pending>
-  readonly positions: ReadonlyArray<ChainPosition & { readonly hash: string }>
   /** the file's tip after this batch */
   readonly tip: ChainTip
   /** null once the batch is durable, else why its sync failed */
@@ -369,6 +365,8 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
     })
     const states = new Map<string, FileState>()
     let closed = false
+    // each file's writer is started from inside an append (a daemon: it outlives the appender's fiber)
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         closed = true
@@ -505,21 +503,17 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         if (closed) return yield* fail(st, "the audit sink is closed")
         const handle = st.handle ?? (yield* open(st))
         const sealed: Array<Pending> = []
-        const positions: Array<ChainPosition & { readonly hash: string }> = []
         const lines: Array<string> = []
         let tip = st.tip
         const ms = Math.max(Date.now(), st.lastMs)
         const ts = new Date(ms).toISOString()
         for (const p of batch) {
-          if (p.prepared === null) {
-            complete(p, Effect.fail(fail(st, `record cannot be hashed: ${reasonOf(p.error)}`, p.error)))
-            continue
-          }
           const at = { seq: tip.seq + 1, ts, prev_hash: tip.hash }
           try {
-            const { hash, line } = sealPrepared(p.prepared, at)
+            const prepared = prepareEntry(p.entry)
+            const { hash, line } = sealPrepared(prepared, at)
+            p.record = preparedRecord(prepared, at, hash)
             sealed.push(p)
-            positions.push({ ...at, hash })
             lines.push(line, "\n")
             tip = { seq: at.seq, hash, ts }
           } catch (cause) {
@@ -539,7 +533,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         st.lastMs = ms
         // the sync starts now and runs while the next batch is sealed and written
         const synced: Promise<unknown> = fsync === "never" ? Promise.resolve(null) : handle.datasync().then(() => null, (cause: unknown) => cause ?? "fdatasync failed")
-        return { sealed, positions, tip, synced }
+        return { sealed, tip, synced }
       }).pipe(
         Effect.catchAll((e) =>
           Effect.sync(() => {
@@ -559,11 +553,9 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           return false
         }
         if (every > 0 && f.tip.seq - st.scheduled >= every) yield* scheduleCheckpoint(st, f.tip)
-        // the record objects were built with the entries; filling in their chain members is cheap
         for (let i = 0; i < f.sealed.length; i++) {
           const p = f.sealed[i]!
-          const at = f.positions[i]!
-          complete(p, Effect.succeed(preparedRecord(p.prepared!, at, at.hash)))
+          complete(p, Effect.succeed(p.record!))
         }
         return true
       })
@@ -622,25 +614,13 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
       }).pipe(Effect.uninterruptible)
 
     const append = (runId: string | null, entry: AuditEntry): Effect.Effect<AuditRecord, AuditWriteError> =>
-      Effect.suspend(() => {
+      Effect.async<AuditRecord, AuditWriteError>((resume) => {
         const st = stateFor(fileFor(runId))
-        let prepared: PreparedEntry | null = null
-        let error: unknown = undefined
-        try {
-          // canonicalize and serialise here, in the appender's fiber: the writer's serial section only hashes
-          prepared = prepareEntry(entry)
-        } catch (e) {
-          error = e
+        st.queue.push({ entry, resume, record: null, done: false })
+        if (!st.writing) {
+          st.writing = true
+          runFork(drain(st))
         }
-        const p: Pending = { prepared, error, resume: null, outcome: null, done: false }
-        st.queue.push(p)
-        const wait = Effect.async<AuditRecord, AuditWriteError>((resume) => {
-          if (p.outcome !== null) resume(p.outcome)
-          else p.resume = resume
-        })
-        if (st.writing) return wait
-        st.writing = true
-        return Effect.zipRight(Effect.forkDaemon(drain(st)), wait)
       })
 
     /** Queue nothing: wait for the file's writer to go idle, then checkpoint its tip. */

@@ -10,9 +10,9 @@
  * record re-serialised by a tool) verifies the same way, only slower.
  *
  * Sealing in two steps (what the file sink does): {@link prepareEntry} canonicalizes everything but
- * the chain members, off the writer's serial section; {@link sealPrepared} then only splices `hash`,
- * `prev_hash`, `seq` and `ts` into the prepared text and hashes. The result is byte for byte what
- * {@link sealRecord} + {@link recordLine} give.
+ * the chain members, into pieces it does not flatten; {@link sealPrepared} joins them with `prev_hash`,
+ * `seq` and `ts` into the hashed text, hashes it (which flattens it, once) and cuts the line from it
+ * with `hash` spliced in. The result is byte for byte what {@link sealRecord} + {@link recordLine} give.
  */
 import { createHash, hash as sha256Once } from "node:crypto"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
@@ -56,8 +56,9 @@ export interface PreparedEntry<E extends AuditEntry = AuditEntry> {
    */
   readonly record: Sealed<E> | null
   /**
-   * The canonical text of the record around its chain members: `parts[0] + hash + parts[1] + prev_hash +
-   * parts[2] + seq + parts[3] + ts + parts[4]` (values as JSON) is the record's line. Null when the entry
+   * The canonical text of the record without `hash`, around its other chain members: `parts[0] + parts[1]
+   * + prev_hash + parts[2] + seq + parts[3] + ts + parts[4]` (values as JSON) is the hashed text, and
+   * `hash` goes between `parts[0]` and `parts[1]` in the line. Unflattened pieces. Null when the entry
    * has a member that would clash with the chain's (`schema`, `seq`, `ts`, `prev_hash`, `hash`), an own
    * `toJSON`, or an array-index key: such an entry is sealed the reference way.
    */
@@ -67,16 +68,22 @@ export interface PreparedEntry<E extends AuditEntry = AuditEntry> {
 /** The canonical text of a record around its chain members (see {@link PreparedEntry}). */
 export type RecordParts = readonly [string, string, string, string, string]
 
-const RESERVED = new Set(["schema", "seq", "ts", "prev_hash", "hash", "toJSON"])
-/** the chain members in canonical order; null: filled in at sealing (hash, prev_hash, seq, ts) */
+/**
+ * The chain members in canonical order: `hash` is a mark (the hashed text goes without it), null is
+ * filled in at sealing (prev_hash, seq, ts).
+ */
 const CHAIN_MEMBERS: ReadonlyArray<readonly [string, string | null]> = [
-  ["hash", null],
+  ["hash", ""],
   ["prev_hash", null],
   ["schema", JSON.stringify(AUDIT_SCHEMA)],
   ["seq", null],
   ["ts", null]
 ]
-const HASH_HEAD = '"hash":'
+
+const refusedKey = (k: string): boolean => {
+  const c = k.charCodeAt(0)
+  return (c >= 48 && c <= 57) || k === "toJSON"
+}
 
 const notPrepared = <E extends AuditEntry>(entry: E): PreparedEntry<E> => ({ entry, parts: null, record: null })
 
@@ -85,26 +92,11 @@ const notPrepared = <E extends AuditEntry>(entry: E): PreparedEntry<E> => ({ ent
  * @throws CanonicalJsonError as {@link recordHash} would when sealing it.
  */
 export const prepareEntry = <E extends AuditEntry>(entry: E): PreparedEntry<E> => {
-  const keys = Object.keys(entry)
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i]!
-    const c = k.charCodeAt(0)
-    if (RESERVED.has(k) || (c >= 48 && c <= 57)) return notPrepared({ ...entry })
-  }
   // the canonical text and the record are taken from the entry at once (entries are plain data)
-  const cut = canonicalizeAround(entry, CHAIN_MEMBERS)
+  const cut = canonicalizeAround(entry, CHAIN_MEMBERS, refusedKey)
   if (cut === null) return notPrepared({ ...entry })
   const record = { schema: AUDIT_SCHEMA, seq: 0, ts: "", ...entry, prev_hash: "", hash: "" } as Sealed<E>
   return { entry, parts: cut as unknown as RecordParts, record }
-}
-
-/**
- * The hashed text's first two pieces: `parts[0]` and `parts[1]` without the `hash` member (`parts[0]`
- * ends with `,"hash":`, or is `{"hash":` when no member sorts before it; `parts[1]` starts with `,"`).
- */
-const bareOf = (parts: RecordParts): readonly [string, string] => {
-  const head = parts[0].slice(0, parts[0].length - HASH_HEAD.length)
-  return head === "{" ? [head, parts[1].slice(1)] : [head.slice(0, -1), parts[1]]
 }
 
 const fastAt = (at: ChainPosition): boolean =>
@@ -150,10 +142,14 @@ export const sealPrepared = (p: PreparedEntry, at: ChainPosition): SealedLine =>
  * line. What the audit writer thread does with the parts it is sent.
  */
 export const sealParts = (parts: RecordParts, at: ChainPosition): SealedLine => {
-  const bare = bareOf(parts)
-  const rest = quoteJson(at.prev_hash) + parts[2] + at.seq + parts[3] + quoteJson(at.ts) + parts[4]
-  const hash = sha256Hex(HASH_PREFIX + bare[0] + bare[1] + rest)
-  return { hash, line: parts[0] + '"' + hash + '"' + parts[1] + rest }
+  // the hashed text: one concatenation, flattened once (by the hash); the line is cut from it
+  const head = parts[0]
+  const hashed = HASH_PREFIX + head + parts[1] + quoteJson(at.prev_hash) + parts[2] + at.seq + parts[3] + quoteJson(at.ts) + parts[4]
+  const hash = sha256Hex(hashed)
+  const cut = HASH_PREFIX.length + head.length
+  // `hash` goes where parts[0] ends: first when nothing sorts before it (then a member follows)
+  const member = head.length === 1 ? '"hash":"' + hash + '",' : ',"hash":"' + hash + '"'
+  return { hash, line: hashed.slice(HASH_PREFIX.length, cut) + member + hashed.slice(cut) }
 }
 
 /**

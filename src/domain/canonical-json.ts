@@ -155,6 +155,27 @@ interface Shape {
   readonly commaHeads: ReadonlyArray<string>
   /** a key occurs twice (only possible in JSON text) */
   readonly duplicate: boolean
+  /** this shape merged with the last list of extra members it was used with ({@link canonicalizeAround}) */
+  around: AroundPlan | null
+}
+
+/** How a shape merges with a list of extra members: the extras that go before each of its keys. */
+interface AroundPlan {
+  readonly extra: ReadonlyArray<readonly [string, string | null]>
+  readonly refused: ((key: string) => boolean) | null
+  /** the shape has one of the extra keys, or a refused key */
+  readonly clash: boolean
+  /** `groups[j]`: the extras that sort before key j (`groups[n]`: after the last key) */
+  readonly groups: ReadonlyArray<ReadonlyArray<AroundMember>>
+}
+
+interface AroundMember {
+  /** `"key":` */
+  readonly head: string
+  /** `,"key":` */
+  readonly commaHead: string
+  /** the value's text; null: cut after the head; "": a mark (cut where the member would go, nothing written) */
+  readonly value: string | null
 }
 
 /** A node of the shape cache: the key lists seen so far, as a trie over their keys in own order. */
@@ -195,7 +216,7 @@ const makeShape = (ownOrder: ReadonlyArray<string>): Shape => {
   const keys = order.map((i) => ownOrder[i]!)
   const heads = keys.map((k) => str(k) + ":")
   const duplicate = keys.some((k, j) => j > 0 && k === keys[j - 1])
-  return { order, keys, heads, commaHeads: heads.map((h) => "," + h), duplicate }
+  return { order, keys, heads, commaHeads: heads.map((h) => "," + h), duplicate, around: null }
 }
 
 /** A shape to keep in the cache: its keys count against the cache's size. */
@@ -343,49 +364,87 @@ export const canonicalizeWithout = (obj: object, omit: string): string => {
   return canonObject(obj, 0, omit)
 }
 
+const aroundPlan = (
+  shape: Shape,
+  extra: ReadonlyArray<readonly [string, string | null]>,
+  refused: ((key: string) => boolean) | null
+): AroundPlan => {
+  const cached = shape.around
+  if (cached !== null && cached.extra === extra && cached.refused === refused) return cached
+  const keys = shape.keys
+  const clash = extra.some(([k]) => keys.includes(k)) || (refused !== null && keys.some(refused))
+  const groups: Array<Array<AroundMember>> = []
+  let x = 0
+  for (let j = 0; j <= keys.length; j++) {
+    const group: Array<AroundMember> = []
+    for (; x < extra.length && (j === keys.length || extra[x]![0] < keys[j]!); x++) {
+      const [key, value] = extra[x]!
+      const head = str(key) + ":"
+      group.push({ head, commaHead: "," + head, value })
+    }
+    groups.push(group)
+  }
+  return (shape.around = { extra, refused, clash, groups })
+}
+
 /**
  * The canonical text of `obj` (taken as a top-level object; its own `toJSON` is not applied) merged with
  * the members `extra` (keys `obj` does not have, in canonical order), cut at each extra member whose
- * text is null: the texts around those values, one more than there are null members. Putting each
- * such member's value (as canonical JSON) between the texts gives the canonical text of the merged
- * object. Null when `obj` has one of the extra keys.
+ * text is null: the texts around those values, one more than there are null members and marks. Putting
+ * each such member's value (as canonical JSON) between the texts gives the canonical text of the merged
+ * object. A member whose text is "" is a mark: the text is cut where it would go and it is not written
+ * (so the pieces joined give the text without it). The pieces are not flattened: one concatenation
+ * of them is, when it is first read as a whole (hashed). Null when `obj` has one of the extra keys,
+ * or a key `refused` answers true for. Pass the
+ * same `extra` array (and `refused` function) on every call: how they merge with each key list is
+ * cached.
  * @throws CanonicalJsonError as {@link canonicalize}.
  */
-export const canonicalizeAround = (obj: object, extra: ReadonlyArray<readonly [string, string | null]>): Array<string> | null => {
+export const canonicalizeAround = (
+  obj: object,
+  extra: ReadonlyArray<readonly [string, string | null]>,
+  refused: ((key: string) => boolean) | null = null
+): Array<string> | null => {
   lastObject = null
   const ownKeys = Object.keys(obj)
   const shape = shapeOf(ownKeys)
+  const plan = aroundPlan(shape, extra, refused)
+  if (plan.clash) return null
   const keys = shape.keys
-  for (let x = 0; x < extra.length; x++) if (keys.includes(extra[x]![0])) return null
+  const n = keys.length
   const values: ReadonlyArray<unknown> = Object.values(obj)
-  const aligned = values.length === ownKeys.length
+  const aligned = values.length === n
   const order = shape.order
+  const groups = plan.groups
   const cuts: Array<string> = []
-  // the pieces since the last cut, joined once: a flat string is cheaper to keep and to hash than a
-  // tree of `+=` pieces (each one an object for the collector while the entry waits for its batch)
-  let run: Array<string> = ["{"]
+  let out = "{"
   let comma = false
-  let x = 0
-  for (let j = 0; j <= keys.length; j++) {
-    const k = j < keys.length ? keys[j]! : null
-    for (; x < extra.length && (k === null || extra[x]![0] < k); x++) {
-      const [ek, ev] = extra[x]!
-      run.push((comma ? "," : "") + str(ek) + ":")
+  for (let j = 0; ; j++) {
+    const group = groups[j]!
+    for (let x = 0; x < group.length; x++) {
+      const m = group[x]!
+      if (m.value === "") {
+        // a mark: cut where the member would go, write nothing
+        cuts.push(out)
+        out = ""
+        continue
+      }
+      out += comma ? m.commaHead : m.head
       comma = true
-      if (ev !== null) run.push(ev)
+      if (m.value !== null) out += m.value
       else {
-        cuts.push(run.join(""))
-        run = []
+        cuts.push(out)
+        out = ""
       }
     }
-    if (k === null) break
+    if (j === n) break
+    const k = keys[j]!
     const v = prepare(aligned ? values[order[j]!] : (obj as Record<string, unknown>)[k], k)
     if (isOmitted(v)) continue
-    run.push((comma ? shape.commaHeads[j]! : shape.heads[j]!) + canon(v, k, 1))
+    out += (comma ? shape.commaHeads[j]! : shape.heads[j]!) + canon(v, k, 1)
     comma = true
   }
-  run.push("}")
-  cuts.push(run.join(""))
+  cuts.push(out + "}")
   return cuts
 }
 

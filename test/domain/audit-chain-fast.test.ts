@@ -136,7 +136,7 @@ describe("fast sealing equals the reference sealing", () => {
     )
   })
 
-  it("entries that clash with the chain's members, or have index keys or an own toJSON, are sealed the reference way", () => {
+  it("entries that clash with the chain's members, or have index keys or an own toJSON, are sealed the reference way; hash first or second in the line", () => {
     const base = { type: "outcome", run_id: null, ref: { seq: 1, hash: GENESIS_HASH, request_id: "q", tool_call_id: null }, outcome: "executed", source: "s" }
     const odd: ReadonlyArray<Record<string, unknown>> = [
       { ...base, seq: 99 },
@@ -145,7 +145,11 @@ describe("fast sealing equals the reference sealing", () => {
       { ...base, 0: "index", 10: "ten" },
       { ...base, toJSON: () => ({ replaced: 1 }) },
       {},
-      { type: "outcome", extra: undefined, fn: () => 1 }
+      { type: "outcome", extra: undefined, fn: () => 1 },
+      // no member sorts before "hash" (it comes first in the line), or only one does
+      { type: "outcome", outcome: "executed" },
+      { a: 1, type: "outcome" },
+      { a: undefined, type: "outcome" }
     ]
     const at = { seq: 3, ts: "2026-11-30T12:00:00.000Z", prev_hash: GENESIS_HASH }
     for (const entry of odd) {

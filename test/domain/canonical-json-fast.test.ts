@@ -275,6 +275,35 @@ describe("canonicalizeWithout and canonicalizeAround", () => {
     expect(canonicalizeAround({ seq: 1 }, [["seq", null]])).toBeNull()
     expect(canonicalizeAround({}, [["a", null]])).toEqual(['{"a":', "}"])
   })
+
+  it("canonicalizeAround cuts at a mark (text \"\") without writing it", () => {
+    const extra: ReadonlyArray<readonly [string, string | null]> = [
+      ["hash", ""],
+      ["seq", null]
+    ]
+    fc.assert(
+      fc.property(fc.dictionary(keyArb, anyValueArb, { maxKeys: 6 }), fc.integer(), (obj, seq) => {
+        const copy = { ...obj }
+        for (const k of ["hash", "seq", "toJSON"]) delete copy[k]
+        const assembled = outcome(() => {
+          const parts = canonicalizeAround(copy, extra)
+          if (parts === null) throw new Error("unexpected clash")
+          expect(parts).toHaveLength(3)
+          // the mark sits where "hash" sorts: everything before it is in parts[0]
+          const before = Object.keys(copy).filter((k) => k < "hash" && copy[k] !== undefined && typeof copy[k] !== "function")
+          if (before.length === 0) expect(parts[0]).toBe("{")
+          return `${parts[0]}${parts[1]}${seq}${parts[2]}`
+        })
+        expect(assembled).toBe(outcome(() => canonicalizeReference({ ...copy, seq })))
+      }),
+      { numRuns: 300 }
+    )
+    expect(canonicalizeAround({ a: 1, z: 2 }, extra)).toEqual(['{"a":1', ',"seq":', ',"z":2}'])
+    expect(canonicalizeAround({ z: 2 }, extra)).toEqual(["{", '"seq":', ',"z":2}'])
+    // the cached merge follows the list it is given
+    expect(canonicalizeAround({ a: 1, z: 2 }, [["seq", null]])).toEqual(['{"a":1,"seq":', ',"z":2}'])
+    expect(canonicalizeAround({ a: 1, z: 2 }, extra, (k) => k === "z")).toBeNull()
+  })
 })
 
 // ---------------------------------------------------------------------------------------------
