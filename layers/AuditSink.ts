@@ -50,7 +50,10 @@ export class AuditReadError extends Data.TaggedError("AuditReadError")<AuditErro
 }
 
 export interface AuditSinkShape {
-  /** Seal `entry` as the next record of the run's chain and append it durably. */
+  /**
+   * Seal `entry` as the next record of the run's chain and append it durably. The file sink reads the
+   * entry (plain data) when its writer takes it, before the append completes: leave it unchanged until then.
+   */
   readonly append: (runId: string | null, entry: AuditEntry) => Effect.Effect<AuditRecord, AuditWriteError>
   /** Absolute path of the run's file (`memory:<name>.jsonl` for the memory sink). */
   readonly fileFor: (runId: string | null) => string
