@@ -35,7 +35,7 @@ import { type LoadedPrompt, loadPrompt, promptVersion, shortHash } from "./promp
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { BooleanLike, decodeSpec, JsonObject, NonEmptyString, NumberLike, PositiveInt, PositiveNumber } from "./spec-schema.js"
 import { balancedObjects, stripThink } from "./verdict-parse.js"
-import { errorCode } from "../layers/http-errors.js"
+import { networkFailure } from "../layers/http-errors.js"
 import { isObject } from "../src/domain/is-object.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -393,14 +393,18 @@ const postJson = (
       .then(
         (a) => resume(Effect.succeed(a)),
         (e: unknown) => {
-          const code = errorCode(e)
-          if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return resume(Effect.fail(timedOut()))
-          const msg = e instanceof Error ? e.message : String(e)
-          resume(
-            Effect.fail(
-              new JudgeError({ judge, reason: "unavailable", message: `classifier endpoint ${url} unavailable: ${code ?? "error"}: ${msg}` })
-            )
-          )
+          const failure = networkFailure(e)
+          if (failure.kind === "timeout") return resume(Effect.fail(timedOut()))
+          const unavailable = (why: string) => resume(Effect.fail(new JudgeError({ judge, reason: "unavailable", message: `classifier endpoint ${url} unavailable: ${why}` })))
+          switch (failure.kind) {
+            case "connect-timeout":
+              return unavailable("connect timeout")
+            case "tls":
+              // the endpoint is reached with Node's default trust store
+              return unavailable(`TLS verification failed (${failure.code}); add the CA that signed its certificate with NODE_EXTRA_CA_CERTS`)
+            case "other":
+              return unavailable(`${failure.code}: ${failure.message}`)
+          }
         }
       )
   }).pipe(Effect.timeoutFail({ duration: Duration.millis(ms), onTimeout: timedOut }))

@@ -47,7 +47,7 @@ import { type Decision, decided, type JudgeIdentity, type Verdict } from "../src
 import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { decodeSpec, NonEmptyString, PositiveNumber } from "./spec-schema.js"
-import { errorCode, TLS_CODES } from "../layers/http-errors.js"
+import { networkFailure } from "../layers/http-errors.js"
 
 // ---------------------------------------------------------------------------------------------
 // config
@@ -277,14 +277,18 @@ export const makeToolgateJudge = (name: string, config: ToolgateConfig): Judge =
   const where = `toolgate ${config.url}`
 
   const transportError = (e: unknown, latency_ms: number): JudgeError => {
-    const code = errorCode(e)
     const fail = (reason: "timeout" | "unavailable", message: string) => new JudgeError({ judge: name, reason, message, latency_ms })
-    if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return fail("timeout", `${where}: no answer within ${config.timeout_s}s`)
-    if (code === "UND_ERR_CONNECT_TIMEOUT") return fail("unavailable", `${where}: connect timeout after ${config.timeout_s}s`)
-    if (code !== undefined && TLS_CODES.has(code)) {
-      return fail("unavailable", `${where}: TLS verification failed (${code}); set verify_tls to the CA bundle that signed the gate's certificate`)
+    const failure = networkFailure(e)
+    switch (failure.kind) {
+      case "timeout":
+        return fail("timeout", `${where}: no answer within ${config.timeout_s}s`)
+      case "connect-timeout":
+        return fail("unavailable", `${where}: connect timeout after ${config.timeout_s}s`)
+      case "tls":
+        return fail("unavailable", `${where}: TLS verification failed (${failure.code}); set verify_tls to the CA bundle that signed the gate's certificate`)
+      case "other":
+        return fail("unavailable", `${where}: unreachable (${failure.code}: ${failure.message})`)
     }
-    return fail("unavailable", `${where}: unreachable (${code ?? "error"}: ${e instanceof Error ? e.message : String(e)})`)
   }
 
   const post = (urlPath: string, headers: Record<string, string>, body: string, started: number) =>

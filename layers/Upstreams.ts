@@ -10,7 +10,7 @@ import { Settings } from "../src/config/service.js"
 import type { Settings as SettingsShape, UpstreamSettings } from "../src/config/settings.js"
 import { applyModelDefaults } from "../src/domain/normalise.js"
 import { isObject } from "../src/domain/is-object.js"
-import { errorCode, TLS_CODES } from "./http-errors.js"
+import { networkFailure } from "./http-errors.js"
 
 export class NoRoute extends Data.TaggedError("NoRoute")<{ readonly model: string }> {
   override get message() {
@@ -96,21 +96,20 @@ interface PoolEntry {
 
 /** Map an undici/node error to a typed transport error with a message a user can act on. */
 export const transportError = (u: UpstreamSettings, e: unknown, timeout_s: number): TransportError => {
-  const code = errorCode(e)
-  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
-    return new UpstreamTimeout({ upstream: u.name, timeout_s })
+  const failure = networkFailure(e)
+  switch (failure.kind) {
+    case "timeout":
+      return new UpstreamTimeout({ upstream: u.name, timeout_s })
+    case "tls":
+      return new UpstreamUnavailable({
+        upstream: u.name,
+        reason: `TLS verification failed (${failure.code}) for ${u.base_url}; set verify_tls to the CA bundle that signed it`
+      })
+    case "connect-timeout":
+      return new UpstreamUnavailable({ upstream: u.name, reason: `connect timeout after ${u.connect_timeout_s}s (${u.base_url})` })
+    case "other":
+      return new UpstreamUnavailable({ upstream: u.name, reason: `${failure.code}: ${failure.message} (${u.base_url})` })
   }
-  if (code !== undefined && TLS_CODES.has(code)) {
-    return new UpstreamUnavailable({
-      upstream: u.name,
-      reason: `TLS verification failed (${code}) for ${u.base_url}; set verify_tls to the CA bundle that signed it`
-    })
-  }
-  if (code === "UND_ERR_CONNECT_TIMEOUT") {
-    return new UpstreamUnavailable({ upstream: u.name, reason: `connect timeout after ${u.connect_timeout_s}s (${u.base_url})` })
-  }
-  const msg = e instanceof Error ? e.message : String(e)
-  return new UpstreamUnavailable({ upstream: u.name, reason: `${code ?? "error"}: ${msg} (${u.base_url})` })
 }
 
 /** Free an upstream body whether or not it was read; a destroyed unread body may emit an error nobody else listens to. */

@@ -20,3 +20,21 @@ export const errorCode = (e: unknown): string | undefined => {
   }
   return undefined
 }
+
+/** What a failed HTTP request was, read from undici's / Node's error: the cases callers word differently. */
+export type NetworkFailure =
+  /** no answer (headers or body) within the request's timeout */
+  | { readonly kind: "timeout" }
+  | { readonly kind: "connect-timeout" }
+  /** the peer's certificate is not trusted (see {@link TLS_CODES}) */
+  | { readonly kind: "tls"; readonly code: string }
+  /** anything else: the first code along the cause chain ("error" when none) and the error's message */
+  | { readonly kind: "other"; readonly code: string; readonly message: string }
+
+export const networkFailure = (e: unknown): NetworkFailure => {
+  const code = errorCode(e)
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return { kind: "timeout" }
+  if (code === "UND_ERR_CONNECT_TIMEOUT") return { kind: "connect-timeout" }
+  if (code !== undefined && TLS_CODES.has(code)) return { kind: "tls", code }
+  return { kind: "other", code: code ?? "error", message: e instanceof Error ? e.message : String(e) }
+}

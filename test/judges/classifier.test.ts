@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
+import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -26,6 +27,7 @@ import {
 import type { JudgeContext } from "../../judges/Judge.js"
 import { promptVersion } from "../../judges/prompts.js"
 import { closedPort } from "../support/net.js"
+import { makeTestPki } from "../support/tls.js"
 import { stubUpstreams } from "../support/upstreams-stub.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -307,6 +309,25 @@ describe("classifier judge: endpoint backend", () => {
       const e = yield* Effect.flip((yield* build({ endpoint: `http://127.0.0.1:${port}/classify` }).judge).rule(INJECTED, ctx))
       expect(e).toMatchObject({ _tag: "JudgeError", judge: "inj", reason: "unavailable" })
       expect(e.message).toContain("ECONNREFUSED")
+    })
+  )
+
+  it.scopedLive("an HTTPS endpoint whose certificate is not trusted → unavailable, naming the TLS failure and the fix", () =>
+    Effect.gen(function* () {
+      const pki = makeTestPki()
+      const server = yield* Effect.acquireRelease(
+        Effect.async<https.Server>((resume) => {
+          const s = https.createServer({ key: pki.key, cert: pki.cert }, (_req, res) => res.end("{}"))
+          s.listen(0, "127.0.0.1", () => resume(Effect.succeed(s)))
+        }),
+        (s) => Effect.promise(() => new Promise<void>((done) => s.close(() => done())))
+      )
+      const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/classify`
+      const e = yield* Effect.flip((yield* build({ endpoint: url }).judge).rule(INJECTED, ctx))
+      expect(e).toMatchObject({ _tag: "JudgeError", judge: "inj", reason: "unavailable" })
+      expect(e.message).toBe(
+        `classifier endpoint ${url} unavailable: TLS verification failed (UNABLE_TO_VERIFY_LEAF_SIGNATURE); add the CA that signed its certificate with NODE_EXTRA_CA_CERTS`
+      )
     })
   )
 
