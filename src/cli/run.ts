@@ -148,18 +148,22 @@ const runAsbOne = (sel: Selection, model: string, variant: Variant, attack: AsbA
     return r
   })
 
-/** Paired Δ against `baseline` for each other variant run here (baseline read from disk if not selected). */
+/**
+ * Paired Δ against `baseline` for each other variant run here (baseline read from disk if not
+ * selected; one line saying so when it has no results there).
+ */
 const asbDeltas = (sel: Selection, model: string, attack: AsbAttack, results: ReadonlyMap<string, AttackResults>) =>
   Effect.gen(function*() {
     const baseline = sel.exp.variants.find((v) => v.name === "baseline")
     const others = [...results.keys()].filter((name) => name !== "baseline")
     if (baseline === undefined || others.length === 0) return
-    const base = results.get("baseline") ??
-      (fs.existsSync(path.join(asbRunDir(sel.exp, model, baseline), attackTag(attack)))
-        ? yield* asbResults(sel, model, baseline, attack)
-        : undefined)
-    if (base === undefined || base.shards === 0) return
     const tag = attackTag(attack)
+    const baseDir = path.join(asbRunDir(sel.exp, model, baseline), tag)
+    const base = results.get("baseline") ?? (fs.existsSync(baseDir) ? yield* asbResults(sel, model, baseline, attack) : undefined)
+    if (base === undefined || base.shards === 0) {
+      yield* Console.log(`[asb] ${model} ${tag}: no paired Δ: no baseline results in ${baseDir} (run --variant baseline)`)
+      return
+    }
     for (const name of others) {
       const d = attackDelta("baseline", base.core, results.get(name)!.core)
       yield* Console.log(

@@ -146,6 +146,58 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
     expect(fs.readFileSync(path.join(dpiDir, "shard00.csv"), "utf8").split("\r\n").filter((l) => l.startsWith("example/"))).toHaveLength(10)
   }, 180_000)
 
+  it("only the treatment variant: the paired Δ is computed against the baseline's results on disk", () => {
+    const proxyUrl = /^proxy_url: (.+)$/m.exec(fs.readFileSync(path.join(dir, "configs", "exp.yaml"), "utf8"))?.[1]
+    expect(proxyUrl).toBeDefined()
+    fs.writeFileSync(path.join(dir, "configs", "delta.yaml"), experimentYaml("cli-asb-delta", proxyUrl!, ["{method: direct_prompt_injection, attack_type: naive}"]))
+    const run = (variants: ReadonlyArray<string>) => {
+      const r = cli(["run", "-e", "configs/delta.yaml", "--bench", "asb", ...variants.flatMap((v) => ["--variant", v])])
+      expect(r.stderr).not.toContain("vetobench:")
+      expect(r.code).toBe(0)
+      return r.stdout.split("\n")
+    }
+    const esc = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+    const asr = (lines: ReadonlyArray<string>, route: string) => {
+      const m = lines.map((l) => new RegExp(`^\\[asb\\] ${esc(route)} ${DPI}: 10 episodes: ASR ([0-9.]+) \\[`).exec(l)).find((x) => x !== null)
+      expect(m, route).toBeDefined()
+      return Number(m![1])
+    }
+    const deltas = (lines: ReadonlyArray<string>) => lines.filter((l) => / − baseline /.test(l))
+
+    // the treatment before any baseline: one line saying there is nothing to pair with
+    const first = run(["enforce-small"])
+    expect(first.some((l) => l.startsWith(`[asb] ${MODEL}@enforce:small ${DPI}: 2 shards run, 0 done before`))).toBe(true)
+    expect(deltas(first)).toEqual([])
+    const baseDir = path.join(dir, "runs", "cli-asb-delta", "asb", MODEL, "baseline", DPI)
+    expect(first).toContain(`[asb] ${MODEL} ${DPI}: no paired Δ: no baseline results in ${baseDir} (run --variant baseline)`)
+
+    // the baseline alone: nothing to compare, no Δ line
+    const base = run(["baseline"])
+    expect(base.filter((l) => l.startsWith("== "))).toEqual([`== ASB | ${MODEL} | baseline | ${DPI}`])
+    expect(deltas(base)).toEqual([])
+    expect(base.some((l) => l.includes("no paired Δ"))).toBe(false)
+    const baseAsr = asr(base, `${MODEL}@baseline`)
+
+    // the treatment alone (its shards done before): the baseline is neither run nor printed, yet its Δ line is there
+    const treat = run(["enforce-small"])
+    expect(treat.filter((l) => l.startsWith("== "))).toEqual([`== ASB | ${MODEL} | enforce-small | ${DPI}`])
+    expect(treat.some((l) => l.startsWith(`[asb] ${MODEL}@enforce:small ${DPI}: 0 shards run, 2 done before`))).toBe(true)
+    const treatDelta = deltas(treat)
+    expect(treatDelta).toHaveLength(1)
+    const m = new RegExp(`^\\[asb\\] ${esc(MODEL)} ${DPI}: ΔASR enforce-small − baseline (-?[0-9.]+) \\[-?[0-9.]+, -?[0-9.]+\\], n 10$`).exec(treatDelta[0]!)
+    expect(m, treatDelta[0]).not.toBeNull()
+    // every episode is paired, so Δ = ASR(treatment) − ASR(baseline as the earlier run printed it)
+    expect(m![1]).toBe((asr(treat, `${MODEL}@enforce:small`) - baseAsr).toFixed(3))
+
+    // both variants (all shards done before): the same Δ line, interval included
+    const both = run(["baseline", "enforce-small"])
+    expect(both.filter((l) => / shards run, /.test(l)).map((l) => l.replace(/ \(10 tools.*$/, ""))).toEqual([
+      `[asb] ${MODEL}@baseline ${DPI}: 0 shards run, 2 done before`,
+      `[asb] ${MODEL}@enforce:small ${DPI}: 0 shards run, 2 done before`
+    ])
+    expect(deltas(both)).toEqual(treatDelta)
+  }, 180_000)
+
   it("setup problems and empty selections are one line", () => {
     const missing = cli(["run", "-e", "configs/exp.yaml", "-c", "configs/missing.yaml", "--bench", "asb"])
     expect(missing.code).toBe(1)

@@ -240,3 +240,42 @@ describe("vetobench run --shard / merge", () => {
     }
   })
 })
+
+describe("vetobench run --shard on an experiment with ASB", () => {
+  // the sharded experiment plus one ASB attack, under its own name (its own run directory)
+  beforeAll(() => {
+    const sharded = fs.readFileSync(path.join(dir, "configs", "sharded.yaml"), "utf8")
+    expect(sharded).toContain("name: sharded\n")
+    fs.writeFileSync(
+      path.join(dir, "configs", "mixed.yaml"),
+      `${sharded.replace("name: sharded\n", "name: mixed\n")}asb:\n  attacks:\n    - {method: direct_prompt_injection, attack_type: naive}\n`
+    )
+  })
+
+  it("--bench asb with --shard is an error (exit 1, one line); nothing runs", () => {
+    for (const bench of [["--bench", "asb"], ["--bench", "asbench", "--bench", "asb"]]) {
+      const r = cli(["run", "-e", "configs/mixed.yaml", ...bench, "--shard", "0/2"])
+      expect(r.code, bench.join(" ")).toBe(1)
+      expect(r.stderr).toBe("vetobench: --shard applies to Agent-SafetyBench only (drop --bench asb)\n")
+      expect(r.stdout).toBe("")
+    }
+    expect(fs.existsSync(path.join(dir, "runs", "mixed"))).toBe(false)
+  })
+
+  it("--shard without --bench: ASB is skipped with one line, the Agent-SafetyBench shard runs (exit 0)", () => {
+    const r = cli(["run", "-e", "configs/mixed.yaml", "--shard", "0/2", "--variant", "baseline"])
+    expect(r.stderr).not.toContain("vetobench:")
+    expect(r.code).toBe(0)
+    const lines = r.stdout.split("\n")
+    expect(lines.filter((l) => l.startsWith("== "))).toEqual([
+      "== ASB: not sharded (--shard applies to Agent-SafetyBench only)",
+      `== Agent-SafetyBench | ${MODEL} | baseline | shard 0-of-2`
+    ])
+    expect(lines.filter((l) => l.startsWith("[asb]"))).toEqual([])
+    expect(lines).toContain(`[asbench] ${MODEL}@baseline: 3 ok, 0 exceeded, 0 error (0 of 3 done before) → ${path.join(asbenchDir("mixed", "baseline", "0-of-2"), "gen_res.json")}`)
+    expect(genRes(asbenchDir("mixed", "baseline", "0-of-2")).map((x) => x.id)).toEqual([0, 2, 8])
+    // no ASB results and no ASB audit file
+    expect(fs.existsSync(path.join(dir, "runs", "mixed", "asb"))).toBe(false)
+    expect(fs.readdirSync(path.join(dir, "runs", "audit")).filter((f) => f.startsWith("mixed.asb."))).toEqual([])
+  }, 60_000)
+})
