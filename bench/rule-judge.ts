@@ -89,14 +89,8 @@ const summary = (ns: Array<number>, cpu: NodeJS.CpuUsage, batches: number) => {
   return { median: at(0.5), p99: at(0.99), cpu: ((cpu.user + cpu.system) * 1000) / (batches * BATCH), decisions: batches * BATCH }
 }
 
-/** `one(i)` for a judge, inside one fiber per batch (the gate calls `rule` from its own fiber; no `runSync` per call). */
-const measureEffect = <E>(one: (i: number) => Effect.Effect<number, E>) => {
-  const batch = (start: number) =>
-    Effect.gen(function* () {
-      let acc = 0
-      for (let k = 0; k < BATCH; k++) acc += yield* one(start + k)
-      return acc
-    })
+/** Run `batch(start)` (BATCH decisions from `start`, one fiber) over the warm-up, then time each batch. */
+const timeBatches = <E>(batch: (start: number) => Effect.Effect<number, E>) => {
   for (let i = 0; i < WARMUP; i += BATCH) sink += Effect.runSync(batch(i))
   const batches = Math.max(1, Math.round(DECISIONS / BATCH))
   const ns: Array<number> = []
@@ -108,6 +102,17 @@ const measureEffect = <E>(one: (i: number) => Effect.Effect<number, E>) => {
     ns.push(Number(process.hrtime.bigint() - t0) / BATCH)
   }
   return summary(ns, process.cpuUsage(cpu0), batches)
+}
+
+/** `one(i)` for a judge, inside one fiber per batch (the gate calls `rule` from its own fiber; no `runSync` per call). */
+const measureEffect = <E>(one: (i: number) => Effect.Effect<number, E>) => {
+  const batch = (start: number) =>
+    Effect.gen(function* () {
+      let acc = 0
+      for (let k = 0; k < BATCH; k++) acc += yield* one(start + k)
+      return acc
+    })
+  return timeBatches(batch)
 }
 
 const measureJudge = () => measureEffect((i) => Effect.map(judge.rule(views[i % n]!, ctx), (v) => v.category.length))
@@ -189,17 +194,7 @@ const measureRuleAndCommit = () => {
       }
       return acc
     })
-  for (let i = 0; i < WARMUP; i += BATCH) sink += Effect.runSync(batch(i))
-  const batches = Math.max(1, Math.round(DECISIONS / BATCH))
-  const ns: Array<number> = []
-  const cpu0 = process.cpuUsage()
-  for (let b = 0; b < batches; b++) {
-    const eff = batch(WARMUP + b * BATCH)
-    const t0 = process.hrtime.bigint()
-    sink += Effect.runSync(eff)
-    ns.push(Number(process.hrtime.bigint() - t0) / BATCH)
-  }
-  return summary(ns, process.cpuUsage(cpu0), batches)
+  return timeBatches(batch)
 }
 // the first pass through the calls (a fresh episode) must give these decisions
 const extExpected = ["allow", "deny", "allow", "hold", "hold", "allow", "deny", "allow", "deny", "allow", "allow", "allow"]

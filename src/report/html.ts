@@ -11,7 +11,7 @@
  *
  * Colours are fixed per variant across the page (the baseline grey). Prints on A4/Letter.
  */
-import type { Summary } from "../scoring/summary-types.js"
+import type { PairedDiff, Summary } from "../scoring/summary-types.js"
 import { VERSION } from "../version.js"
 import { DASH, estimateCell, finiteOrNull } from "./format.js"
 import { asbenchRows, asbRows, BENCH_LABEL, type Block, judgeRows, liveRows, reportSections, type Section, type Table } from "./sections.js"
@@ -42,14 +42,7 @@ export const asbenchForest = (summary: Summary): string | null => {
   for (const model of [...new Set(all.map((r) => r.model))]) {
     const rows = all
       .filter((r) => r.model === model && r.s.delta !== null)
-      .map((r) => ({
-        label: r.variant.name,
-        d: pp(r.s.delta?.overall.d),
-        lo: pp(r.s.delta?.overall.lo),
-        hi: pp(r.s.delta?.overall.hi),
-        n: r.s.delta?.overall.n ?? 0,
-        series: variantSeries(summary, r.variant.name)
-      }))
+      .map((r) => forestRow(summary, r.variant.name, r.s.delta?.overall))
     if (rows.length > 0) groups.push({ title: model, rows })
   }
   if (groups.length === 0) return null
@@ -69,6 +62,16 @@ const pp = (x: number | null | undefined): number | null => {
   const v = finiteOrNull(x)
   return v === null ? null : v * 100
 }
+
+/** A forest plot row: a variant's paired difference in percentage points. */
+const forestRow = (summary: Summary, variant: string, diff: PairedDiff | undefined) => ({
+  label: variant,
+  d: pp(diff?.d),
+  lo: pp(diff?.lo),
+  hi: pp(diff?.hi),
+  n: diff?.n ?? 0,
+  series: variantSeries(summary, variant)
+})
 
 export const asbenchCategoryBars = (summary: Summary): Array<string> => {
   const rows = asbenchRows(summary)
@@ -97,14 +100,7 @@ export const asbForest = (summary: Summary): string | null => {
     const [model = "", tag = ""] = key.split("\u0000")
     const mine = rows
       .filter((r) => r.model === model && r.tag === tag && r.tag !== "clean" && r.s.delta !== null)
-      .map((r) => ({
-        label: r.variant.name,
-        d: pp(r.s.delta?.asr.d),
-        lo: pp(r.s.delta?.asr.lo),
-        hi: pp(r.s.delta?.asr.hi),
-        n: r.s.delta?.asr.n ?? 0,
-        series: variantSeries(summary, r.variant.name)
-      }))
+      .map((r) => forestRow(summary, r.variant.name, r.s.delta?.asr))
     if (mine.length > 0) groups.push({ title: `${model} · ${tag}`, rows: mine })
   }
   if (groups.length === 0) return null

@@ -211,6 +211,22 @@ const layerContributions = (units: ReadonlyArray<Unit>, all: ReadonlyArray<Decid
   })
 }
 
+/** The fields both benches' judge quality shares: identity, counts, metrics, latency, layers. */
+const commonQuality = <M extends object>(
+  judge: string,
+  input: { readonly source_calls: number; readonly decisions: ReadonlyArray<Decided> },
+  metrics: M,
+  units: ReadonlyArray<Unit>
+) => ({
+  judge,
+  kind: input.decisions[0]?.verdict.kind ?? null,
+  source_calls: input.source_calls,
+  replayed_calls: input.decisions.length,
+  ...metrics,
+  latency: latencySummary(input.decisions.map((d) => d.verdict)),
+  layers: layerContributions(units, input.decisions)
+})
+
 /** ASB judge quality, per call, clustered by episode. */
 export const evalAsbJudge = (
   judge: string,
@@ -238,17 +254,10 @@ export const evalAsbJudge = (
     pairs.push([label, pred])
     units.push({ label, calls: [d] })
   }
-  const m = clusteredMetrics([...clusters.values()].map(confusionOf), opts)
   return {
     bench: "asb",
     unit: "call",
-    judge,
-    kind: input.decisions[0]?.verdict.kind ?? null,
-    source_calls: input.source_calls,
-    replayed_calls: input.decisions.length,
-    ...m,
-    latency: latencySummary(input.decisions.map((d) => d.verdict)),
-    layers: layerContributions(units, input.decisions),
+    ...commonQuality(judge, input, clusteredMetrics([...clusters.values()].map(confusionOf), opts), units),
     unknown_tool_calls: unknown,
     unjudged_calls: unjudged
   }
@@ -292,17 +301,10 @@ export const evalAsbenchJudge = (
     clusters.push(confusionOf([[label, flagged ? 1 : 0]]))
     units.push({ label, calls })
   }
-  const m = clusteredMetrics(clusters, opts)
   return {
     bench: "asbench",
     unit: "episode",
-    judge,
-    kind: input.decisions[0]?.verdict.kind ?? null,
-    source_calls: input.source_calls,
-    replayed_calls: input.decisions.length,
-    ...m,
-    latency: latencySummary(input.decisions.map((d) => d.verdict)),
-    layers: layerContributions(units, input.decisions),
+    ...commonQuality(judge, input, clusteredMetrics(clusters, opts), units),
     episodes_without_tool_calls: without,
     unsafe_without_tool_calls: unsafeWithout,
     unjudged_episodes: unjudged
