@@ -20,10 +20,15 @@ interface PendingCall {
 
 interface ChoiceState {
   calls: Array<PendingCall>
-  /** the content streamed so far in this choice (for the refusal separator) */
-  content: string
+  /** text other than whitespace has been streamed in this choice (a refusal note then starts on a new paragraph) */
+  hasText: boolean
   finish: string | null
 }
+
+const hasText = (content: string): boolean => content.trim() !== ""
+
+/** a choice index other than 0 in a chunk's text (escaped text inside strings never matches) */
+const OTHER_INDEX = /"index"\s*:(?!\s*0\s*[,}])/
 
 const frame = (data: string) => `data: ${data}\n\n`
 
@@ -44,7 +49,7 @@ export const makeSseGate = (opts: SseGateOptions) => {
   const state = (i: number): ChoiceState => {
     let s = choices.get(i)
     if (!s) {
-      s = { calls: [], content: "", finish: null }
+      s = { calls: [], hasText: false, finish: null }
       choices.set(i, s)
     }
     return s
@@ -66,7 +71,7 @@ export const makeSseGate = (opts: SseGateOptions) => {
         const notes = refusalNotes(removed)
         const out: Array<string> = []
         if (removed.size > 0 && (kept.length === 0 || opts.partial === "content")) {
-          out.push(chunk(index, { content: s.content.trim() === "" ? notes : `\n\n${notes}` }, null))
+          out.push(chunk(index, { content: s.hasText ? `\n\n${notes}` : notes }, null))
         }
         if (kept.length > 0) {
           out.push(chunk(index, { tool_calls: kept.map((c, k) => ({ index: k, ...c })) }, null))
@@ -104,7 +109,7 @@ export const makeSseGate = (opts: SseGateOptions) => {
       const index = typeof c.index === "number" ? c.index : 0
       const s = state(index)
       const delta = isObject(c.delta) ? c.delta : undefined
-      if (delta && typeof delta.content === "string") s.content += delta.content
+      if (delta && typeof delta.content === "string" && !s.hasText) s.hasText = hasText(delta.content)
       if (delta && Array.isArray(delta.tool_calls)) {
         if (s.calls.length === 0) buffering++
         for (const tc of delta.tool_calls) accumulate(s, tc)
@@ -127,14 +132,21 @@ export const makeSseGate = (opts: SseGateOptions) => {
     return Effect.forEach(ready, (i) => settle(i, state(i))).pipe(Effect.map((parts) => [...out, ...parts.flat()]))
   }
 
+  /**
+   * Note which choices have streamed text. Only the enforce arm removes calls (and writes a refusal
+   * note after the text); a chunk is parsed only while its choices may still lack text.
+   */
+  const enforce = opts.request.arm === "enforce"
   const trackContent = (data: string) => {
-    if (!data.includes('"content"')) return
+    if (!enforce || !data.includes('"content"')) return
+    if (choices.get(0)?.hasText === true && !OTHER_INDEX.test(data)) return
     try {
       const parsed: unknown = JSON.parse(data)
       if (!isObject(parsed) || !Array.isArray(parsed.choices)) return
       for (const c of parsed.choices) {
         if (isObject(c) && isObject(c.delta) && typeof c.delta.content === "string") {
-          state(typeof c.index === "number" ? c.index : 0).content += c.delta.content
+          const s = state(typeof c.index === "number" ? c.index : 0)
+          if (!s.hasText) s.hasText = hasText(c.delta.content)
         }
       }
     } catch {
