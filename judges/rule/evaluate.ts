@@ -13,7 +13,7 @@
  * scope denials are prebuilt (frozen) per tool; a `cannot verify` decision, a number's text and the
  * values of a `[*]` path are built when reached.
  */
-import type { CompiledPath, CompiledPolicy, CompiledRule, RuleDecision, ToolPlan } from "./policy.js"
+import { type CompiledPath, type CompiledPolicy, type CompiledRule, firedDecision, type RuleDecision, type ToolPlan } from "./policy.js"
 import { finiteNumber, goEqualFold, goText, hostOf, isHostProblem, normalizeField, plainText } from "./text.js"
 import { isObject } from "../../src/domain/is-object.js"
 
@@ -62,13 +62,7 @@ export const parseScopesHeader = (header: string | undefined): ReadonlyArray<str
         .map((s) => s.trim())
         .filter((s) => s !== "")
 
-const cannotVerify = (plan: ToolPlan, r: CompiledRule, why: string): RuleDecision => ({
-  decision: r.escalate ? "escalate" : "deny",
-  rule: r.id,
-  scope: plan.scope,
-  message: `cannot verify: ${why}`,
-  approval: r.escalate ? "pending-human" : "automatic"
-})
+const cannotVerify = (plan: ToolPlan, r: CompiledRule, why: string): RuleDecision => firedDecision(plan.scope, r.id, r.escalate, `cannot verify: ${why}`)
 
 // ---------------------------------------------------------------------------------------------
 // one rule: PASS, FIRE, or the reason it could not be checked

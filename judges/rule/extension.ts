@@ -12,7 +12,7 @@
 import { allowedBy, type CommandAllow, parseCommand, runsInterpreter } from "./command.js"
 import { Many, resolveArg, Unresolved, valuesAt } from "./evaluate.js"
 import { DEFAULT_PROTECTED, compileProtected, isInside, normalizePath, normalizePosix, PathProblem, protectedProblem, type ProtectedSet } from "./paths.js"
-import { compilePath, type CompiledPath, describe, isValidPath, type PolicyIssue, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
+import { compilePath, type CompiledPath, describe, firedDecision, isValidPath, type PolicyIssue, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
 import { compileTrajectory, type CompiledTrajectory, decodeTrajectoryRule, TRAJECTORY_KINDS, type TrajectorySpec } from "./trajectory.js"
 import { DEFAULT_SECRET_KEYS, findSecret, type HostAllow, hostAllowed, parseHostEntry, parseUrl, secretKeyName, UrlProblem } from "./url.js"
 import { isObject } from "../../src/domain/is-object.js"
@@ -513,13 +513,8 @@ export const compileExtension = (ext: ExtensionSpec, spec: PolicySpec): Compiled
 // ---------------------------------------------------------------------------------------------
 // evaluation (stateless part)
 
-const made = (plan: ToolPlan, rule: string, effect: "deny" | "escalate", message: string): RuleDecision => ({
-  decision: effect,
-  rule,
-  scope: plan.scope,
-  message,
-  approval: effect === "escalate" ? "pending-human" : "automatic"
-})
+const made = (plan: ToolPlan, rule: string, effect: "deny" | "escalate", message: string): RuleDecision =>
+  firedDecision(plan.scope, rule, effect === "escalate", message)
 
 const TRUE_WORDS = new Set(["true", "1", "yes"])
 

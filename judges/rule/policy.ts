@@ -479,6 +479,15 @@ export interface RuleDecision {
   readonly approval: "automatic" | "pending-human"
 }
 
+/** The decision of a rule that fired (or could not be checked): deny, or escalate to a person. */
+export const firedDecision = (scope: string, rule: string, escalate: boolean, message: string): RuleDecision => ({
+  decision: escalate ? "escalate" : "deny",
+  rule,
+  scope,
+  message,
+  approval: escalate ? "pending-human" : "automatic"
+})
+
 export const SCOPE_RULE = "P1-scope"
 export const ARGUMENTS_RULE = "P0-arguments"
 
@@ -599,15 +608,7 @@ export const compilePolicy = (spec: PolicySpec): CompiledPolicy => {
       scope,
       granted: grantsAll || granted.has(scope),
       rules: applicable,
-      fired: applicable.map((r) =>
-        decision({
-          decision: r.escalate ? "escalate" : "deny",
-          rule: r.id,
-          scope,
-          message: r.message,
-          approval: r.escalate ? "pending-human" : "automatic"
-        })
-      ),
+      fired: applicable.map((r) => decision(firedDecision(scope, r.id, r.escalate, r.message))),
       allow: decision({ decision: "allow", rule: SCOPE_RULE, scope, message: "", approval: "automatic" }),
       scopeDenied: decision({ decision: "deny", rule: SCOPE_RULE, scope, message: "scope not granted", approval: "automatic" })
     })

@@ -20,7 +20,7 @@
  */
 import { resolveArg, Unresolved } from "./evaluate.js"
 import { checkTarget, type Effect3, type Reader, type StateSpec } from "./extension.js"
-import { compilePath, type CompiledPath, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
+import { compilePath, type CompiledPath, firedDecision, type PolicySpec, type RuleDecision, type ToolPlan } from "./policy.js"
 import { goText } from "./text.js"
 
 export const TRAJECTORY_KINDS = ["ceiling", "must_precede", "max_calls"] as const
@@ -453,13 +453,7 @@ export class TrajectoryState {
   }
 }
 
-const fire = (plan: ToolPlan, r: TRule, message: string): RuleDecision => ({
-  decision: r.escalate ? "escalate" : "deny",
-  rule: r.name,
-  scope: plan.scope,
-  message,
-  approval: r.escalate ? "pending-human" : "automatic"
-})
+const fire = (plan: ToolPlan, r: TRule, message: string): RuleDecision => firedDecision(plan.scope, r.name, r.escalate, message)
 
 /** the rule's message with the detail in brackets, or the detail alone */
 const said = (s: TrajectorySpec, detail: string) => (s.message !== "" ? `${s.message} (${detail})` : detail)
