@@ -22,7 +22,6 @@
  * (`security_compromise`), else allow. The unsafe probability is the verdict's `probability`.
  */
 import { Clock, Duration, Effect, Either, Schema } from "effect"
-import * as path from "node:path"
 import { request } from "undici"
 import { Settings } from "../src/config/service.js"
 import type { JudgeSpec } from "../src/config/settings.js"
@@ -31,7 +30,7 @@ import { decided, type JudgeIdentity, type Verdict } from "../src/domain/verdict
 import { Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
 import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
 import { callJudgeModel } from "./judge-model.js"
-import { type LoadedPrompt, loadPrompt, promptVersion, shortHash } from "./prompts.js"
+import { type LoadedPrompt, loadPrompt, shortHash } from "./prompts.js"
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { BooleanLike, decodeSpec, JsonObject, NonEmptyString, NumberLike, PositiveInt, PositiveNumber } from "./spec-schema.js"
 import { balancedObjects, stripThink } from "./verdict-parse.js"
@@ -128,17 +127,8 @@ export interface ClassifierConfig {
  * A classifier prompt: a packaged name (`injection_v1`), or a file path (it has an extension)
  * resolved against `root` — the same file loading as `llm_json`'s prompts. Left = why not.
  */
-export const loadClassifierPrompt = (value: string, root: string): Either.Either<LoadedPrompt, string> => {
-  const packaged = CLASSIFIER_PROMPTS[value]
-  if (packaged !== undefined) return Either.right({ text: packaged, source: `packaged:${value}`, version: promptVersion(packaged) })
-  if (path.extname(value) === "") {
-    return Either.left(
-      `unknown packaged classifier prompt '${value}' (packaged: ${Object.keys(CLASSIFIER_PROMPTS).sort().join(", ")}); ` +
-        "a prompt file path needs a file extension"
-    )
-  }
-  return loadPrompt(value, root)
-}
+export const loadClassifierPrompt = (value: string, root: string): Either.Either<LoadedPrompt, string> =>
+  loadPrompt(value, root, CLASSIFIER_PROMPTS, "classifier prompt")
 
 /** Check and default a `classifier` spec; a prompt path is resolved against `root`. */
 export const decodeClassifierConfig = (

@@ -32,15 +32,21 @@ const loaded = (text: string, source: string): LoadedPrompt => ({ text, source, 
 
 /**
  * Load a prompt: a value with a file extension is a file path resolved against `root` (the repo
- * root, not the working directory); anything else names a packaged prompt. Left = why not.
+ * root, not the working directory); anything else names one of the `packaged` prompts (`what` they
+ * are, for the message). Left = why not.
  */
-export const loadPrompt = (value: string, root: string): Either.Either<LoadedPrompt, string> => {
+export const loadPrompt = (
+  value: string,
+  root: string,
+  packaged: Readonly<Record<string, string>> = PACKAGED_PROMPTS,
+  what = "prompt"
+): Either.Either<LoadedPrompt, string> => {
   if (path.extname(value) === "") {
-    const text = PACKAGED_PROMPTS[value]
+    const text = packaged[value]
     return text !== undefined
       ? Either.right(loaded(text, `packaged:${value}`))
       : Either.left(
-          `unknown packaged prompt '${value}' (packaged: ${Object.keys(PACKAGED_PROMPTS).sort().join(", ")}); ` +
+          `unknown packaged ${what} '${value}' (packaged: ${Object.keys(packaged).sort().join(", ")}); ` +
             "a prompt file path needs a file extension"
         )
   }

@@ -497,7 +497,7 @@ describe("classifier judge: config errors name the judge and key", () => {
       expect(yield* configError({ model: "" })).toMatchObject({ path: "model" })
       const p = yield* configError({ model: "pg", prompt: "call_only_v2" })
       expect(p).toMatchObject({ path: "prompt" })
-      expect(p.reason).toContain("injection_v1")
+      expect(p.reason).toBe("unknown packaged classifier prompt 'call_only_v2' (packaged: injection_v1); a prompt file path needs a file extension")
       expect((yield* configError({ model: "pg", prompt: "missing.txt" })).reason).toContain("cannot read prompt file")
     })
   )
