@@ -26,6 +26,7 @@ import { Data, Effect, Either } from "effect"
 import { formatIssue, loadPolicyFile } from "../../judges/rule/policy.js"
 import { verifyChainText } from "../domain/chain-verify.js"
 import { AUDIT_SCHEMA } from "../domain/audit-record.js"
+import { isObject } from "../domain/is-object.js"
 import { readFailure } from "../../layers/file-errors.js"
 import {
   countFieldsPresent,
@@ -320,7 +321,20 @@ export interface AuditAnalysis {
   readonly policyVersions: ReadonlyArray<string>
 }
 
-const parseRecords = (text: string): Either.Either<{ records: ReadonlyArray<RawObject>; jsonl: boolean }, string> => {
+type PlainRecord = Readonly<Record<string, unknown>>
+
+/**
+ * A file's records, plain (what every check reads), and the same records with their number literals
+ * kept (what re-hashing the Go gate's chain needs; parsed on demand). JSONL lines go through
+ * `JSON.parse`; a line it refuses is parsed strictly again for the message.
+ */
+interface ParsedRecords {
+  readonly records: ReadonlyArray<PlainRecord>
+  readonly raw: () => ReadonlyArray<RawObject>
+  readonly jsonl: boolean
+}
+
+const parseRecords = (text: string): Either.Either<ParsedRecords, string> => {
   const trimmed = text.trimStart()
   if (trimmed.startsWith("[")) {
     let all: RawJson
@@ -331,28 +345,36 @@ const parseRecords = (text: string): Either.Either<{ records: ReadonlyArray<RawO
     }
     const list = all as ReadonlyArray<RawJson>
     const bad = list.findIndex((r) => !isRawObject(r))
-    return bad >= 0 ? Either.left(`record ${bad + 1}: not a JSON object`) : Either.right({ records: list as ReadonlyArray<RawObject>, jsonl: false })
+    if (bad >= 0) return Either.left(`record ${bad + 1}: not a JSON object`)
+    const raw = list as ReadonlyArray<RawObject>
+    return Either.right({ records: raw.map((r) => toPlain(r) as PlainRecord), raw: () => raw, jsonl: false })
   }
   const lines = text.split("\n")
-  const records: Array<RawObject> = []
+  const records: Array<PlainRecord> = []
+  const at: Array<number> = []
   for (const [i, line] of lines.entries()) {
     if (line.trim() === "") continue
-    let rec: RawJson
+    let rec: unknown
     try {
-      rec = parseRawJson(line)
-    } catch (e) {
+      rec = JSON.parse(line)
+    } catch {
       // a last line without its newline is an interrupted write: skip it
       if (i === lines.length - 1) break
-      return Either.left(`line ${i + 1}: not valid JSON (${(e as Error).message})`)
+      try {
+        parseRawJson(line)
+      } catch (e) {
+        return Either.left(`line ${i + 1}: not valid JSON (${(e as Error).message})`)
+      }
+      return Either.left(`line ${i + 1}: not valid JSON`)
     }
-    if (!isRawObject(rec)) return Either.left(`line ${i + 1}: not a JSON object`)
+    if (!isObject(rec)) return Either.left(`line ${i + 1}: not a JSON object`)
     records.push(rec)
+    at.push(i)
   }
-  return Either.right({ records, jsonl: true })
+  return Either.right({ records, raw: () => at.map((i) => parseRawJson(lines[i]!) as RawObject), jsonl: true })
 }
 
-const analyseV2 = (text: string, raw: ReadonlyArray<RawObject>, jsonl: boolean): AuditAnalysis => {
-  const records = raw.map((r) => toPlain(r) as Readonly<Record<string, unknown>>)
+const analyseV2 = (text: string, records: ReadonlyArray<PlainRecord>, jsonl: boolean): AuditAnalysis => {
   const check = verifyChainText(jsonl ? text : records.map((r) => JSON.stringify(r) + "\n").join(""))
   const integrity: Integrity = check.ok
     ? "hash-chained"
@@ -390,7 +412,7 @@ const analyseV2 = (text: string, raw: ReadonlyArray<RawObject>, jsonl: boolean):
   }
 }
 
-const analyseGate = (raw: ReadonlyArray<RawObject>): AuditAnalysis => {
+const analyseGate = (raw: ReadonlyArray<RawObject>, records: ReadonlyArray<PlainRecord>): AuditAnalysis => {
   const chained = raw.every((r) => typeof r.prev_hash === "string" && typeof r.hash === "string")
   const check: ChainCheck = chained ? verifyGoChain(raw) : { ok: false, message: "no hash chain: records lack prev_hash/hash" }
   const integrity: Integrity = check.ok
@@ -398,7 +420,6 @@ const analyseGate = (raw: ReadonlyArray<RawObject>): AuditAnalysis => {
     : raw.every((r) => chained || r.integrity === "append-only" || r.integrity === "hash-chained")
       ? "append-only"
       : "plain-log"
-  const records = raw.map((r) => toPlain(r) as Readonly<Record<string, unknown>>)
   return {
     format: "toolgate",
     integrity,
@@ -411,18 +432,18 @@ const analyseGate = (raw: ReadonlyArray<RawObject>): AuditAnalysis => {
 
 /** Read a file's text into its scored records; `Left` is a one-line reason. */
 export const analyseAuditText = (text: string): Either.Either<AuditAnalysis, string> =>
-  Either.flatMap(parseRecords(text), ({ records, jsonl }) => {
+  Either.flatMap(parseRecords(text), ({ records, raw, jsonl }) => {
     if (records.length === 0) {
       return Either.right({ format: "empty", integrity: "plain-log", chain: "no records", fields: [], needsRules: false, policyVersions: [] })
     }
     const kinds = records.map((r, i): Either.Either<"v2" | "gate", string> =>
-      r.schema === undefined ? Either.right("gate") : r.schema === AUDIT_SCHEMA ? Either.right("v2") : Either.left(`record ${i + 1}: unsupported schema ${JSON.stringify(toPlain(r.schema))}`)
+      r.schema === undefined ? Either.right("gate") : r.schema === AUDIT_SCHEMA ? Either.right("v2") : Either.left(`record ${i + 1}: unsupported schema ${JSON.stringify(r.schema)}`)
     )
     const bad = kinds.find(Either.isLeft)
     if (bad !== undefined) return Either.left(bad.left)
     const v2 = kinds.filter((k) => Either.isRight(k) && k.right === "v2").length
     if (v2 !== 0 && v2 !== records.length) return Either.left(`mixes ${AUDIT_SCHEMA} records with records without a schema`)
-    return Either.right(v2 > 0 ? analyseV2(text, records, jsonl) : analyseGate(records))
+    return Either.right(v2 > 0 ? analyseV2(text, records, jsonl) : analyseGate(raw(), records))
   })
 
 // ---------------------------------------------------------------------------------------------
