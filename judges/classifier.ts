@@ -29,7 +29,7 @@ import type { ToolCallView } from "../src/domain/tool-call.js"
 import { decided, type JudgeIdentity, type Verdict } from "../src/domain/verdict.js"
 import { Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
 import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
-import { callJudgeModel } from "./judge-model.js"
+import { callJudgeModel, withExtraBody } from "./judge-model.js"
 import { type LoadedPrompt, loadPrompt, shortHash } from "./prompts.js"
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { BooleanLike, decodeSpec, JsonObject, NonEmptyString, NumberLike, PositiveInt, PositiveNumber } from "./spec-schema.js"
@@ -431,16 +431,26 @@ const askEndpoint = (
     return { c: read.right, m: { raw: answer.text, latency_ms, usage: {}, temperature: null } }
   })
 
-/** The chat payload of the model backend (without `model`): system prompt, then the scanned text. */
-export const classifierPayload = (b: ModelBackend, text: string): Record<string, unknown> => ({
-  messages: [
-    { role: "system", content: b.prompt.text },
-    { role: "user", content: text }
-  ],
-  temperature: 0,
-  max_tokens: b.max_tokens,
-  ...b.extra_body
-})
+/** The model backend's sampling temperature: `extra_body.temperature` when it is a number, else 0. */
+const temperatureOf = (b: ModelBackend): number => (typeof b.extra_body.temperature === "number" ? b.extra_body.temperature : 0)
+
+/**
+ * The chat payload of the model backend (without `model`): system prompt, then the scanned text.
+ * `extra_body` adds keys and may set `temperature` (default 0; recorded in the verdict); it cannot
+ * replace `messages` or `max_tokens`.
+ */
+export const classifierPayload = (b: ModelBackend, text: string): Record<string, unknown> =>
+  withExtraBody(
+    {
+      messages: [
+        { role: "system", content: b.prompt.text },
+        { role: "user", content: text }
+      ],
+      temperature: temperatureOf(b),
+      max_tokens: b.max_tokens
+    },
+    b.extra_body
+  )
 
 const askModel = (
   upstreams: UpstreamsShape,
@@ -466,8 +476,7 @@ const askModel = (
         usage: reply.usage
       })
     }
-    const temperature = typeof b.extra_body.temperature === "number" ? b.extra_body.temperature : 0
-    return { c: read.right, m: { raw: reply.content, latency_ms: reply.latency_ms, usage: reply.usage, temperature } }
+    return { c: read.right, m: { raw: reply.content, latency_ms: reply.latency_ms, usage: reply.usage, temperature: temperatureOf(b) } }
   })
 
 export const makeClassifierJudge = (upstreams: UpstreamsShape, name: string, config: ClassifierConfig): Judge => {

@@ -9,7 +9,7 @@ import { argumentsText, type ToolCallView } from "../src/domain/tool-call.js"
 import { decided, type JudgeIdentity, type Verdict } from "../src/domain/verdict.js"
 import { Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
 import { type Judge, type JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
-import { callJudgeModel, type ModelReply } from "./judge-model.js"
+import { callJudgeModel, type ModelReply, withExtraBody } from "./judge-model.js"
 import { decodeSpec, JsonObject, NonEmptyString, PositiveInt, PositiveNumber, Regex } from "./spec-schema.js"
 import { shortHash } from "./prompts.js"
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
@@ -64,14 +64,21 @@ export const guardMessages = (call: ToolCallView): ReadonlyArray<{ readonly role
   }
 ]
 
-/** The chat payload (without `model`); `chat_template_kwargs`, when given, wins over `extra_body`. */
-export const guardPayload = (config: GuardConfig, call: ToolCallView): Record<string, unknown> => ({
-  messages: guardMessages(call),
-  temperature: 0,
-  max_tokens: config.max_tokens,
-  ...config.extra_body,
-  ...(Object.keys(config.chat_template_kwargs).length > 0 ? { chat_template_kwargs: config.chat_template_kwargs } : {})
-})
+/**
+ * The chat payload (without `model`). `extra_body` adds keys; it cannot replace `messages`,
+ * `temperature` (0, recorded in the verdict) or `max_tokens`; `chat_template_kwargs`, when given,
+ * wins over the same key in `extra_body`.
+ */
+export const guardPayload = (config: GuardConfig, call: ToolCallView): Record<string, unknown> =>
+  withExtraBody(
+    {
+      messages: guardMessages(call),
+      temperature: 0,
+      max_tokens: config.max_tokens,
+      ...(Object.keys(config.chat_template_kwargs).length > 0 ? { chat_template_kwargs: config.chat_template_kwargs } : {})
+    },
+    config.extra_body
+  )
 
 /** Decide from the reply; fails only on an empty reply. */
 export const guardVerdict = (id: JudgeIdentity, config: GuardConfig, reply: ModelReply): Effect.Effect<Verdict, JudgeError> => {

@@ -12,6 +12,16 @@ export interface ModelReply {
   readonly latency_ms: number
 }
 
+/**
+ * A judge's request body: its own keys (in their order), then the keys of the configured
+ * `extra_body` it does not set itself. `extra_body` adds request keys; it never replaces the judge's.
+ */
+export const withExtraBody = (own: Record<string, unknown>, extra: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const out = { ...own }
+  for (const [k, v] of Object.entries(extra)) if (!Object.prototype.hasOwnProperty.call(own, k)) out[k] = v
+  return out
+}
+
 /** An upstream failure as the judge's failure: a timeout stays a timeout, the rest is "unavailable". */
 export const judgeErrorFromUpstream = (judge: string, e: UpstreamError, latency_ms: number): JudgeError =>
   new JudgeError({ judge, reason: e._tag === "UpstreamTimeout" ? "timeout" : "unavailable", message: e.message, latency_ms })

@@ -12,7 +12,7 @@ import { Upstreams, type UpstreamsShape } from "../layers/Upstreams.js"
 import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
 import { DEFAULT_PROMPT, type LoadedPrompt, loadPrompt } from "./prompts.js"
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
-import { callJudgeModel } from "./judge-model.js"
+import { callJudgeModel, withExtraBody } from "./judge-model.js"
 import { BooleanLike, decodeSpec, JsonObject, NonEmptyString, NonNegativeNumber, PositiveInt, PositiveNumber } from "./spec-schema.js"
 import { parseJsonVerdict } from "./verdict-parse.js"
 
@@ -73,19 +73,26 @@ export const renderCall = (call: ToolCallView): string =>
     "Return the JSON verdict."
   ].join("\n")
 
-/** The chat payload (without `model`, which Upstreams sets). `extra_body` cannot override `response_format`. */
-export const llmJsonPayload = (config: LlmJsonConfig, call: ToolCallView): Record<string, unknown> => ({
-  messages: [
-    { role: "system", content: config.prompt.text },
-    { role: "user", content: renderCall(call) }
-  ],
-  temperature: config.temperature,
-  max_tokens: config.max_tokens,
-  ...config.extra_body,
-  ...(config.guided_json
-    ? { response_format: { type: "json_schema", json_schema: { name: "verdict", schema: VERDICT_SCHEMA, strict: true } } }
-    : {})
-})
+/**
+ * The chat payload (without `model`, which Upstreams sets). `extra_body` adds keys; it cannot replace
+ * the judge's own: `messages`, `temperature` (recorded in the verdict), `max_tokens` and, with
+ * `guided_json`, `response_format`.
+ */
+export const llmJsonPayload = (config: LlmJsonConfig, call: ToolCallView): Record<string, unknown> =>
+  withExtraBody(
+    {
+      messages: [
+        { role: "system", content: config.prompt.text },
+        { role: "user", content: renderCall(call) }
+      ],
+      temperature: config.temperature,
+      max_tokens: config.max_tokens,
+      ...(config.guided_json
+        ? { response_format: { type: "json_schema", json_schema: { name: "verdict", schema: VERDICT_SCHEMA, strict: true } } }
+        : {})
+    },
+    config.extra_body
+  )
 
 export const makeLlmJsonJudge = (upstreams: UpstreamsShape, name: string, config: LlmJsonConfig): Judge => {
   const id: JudgeIdentity = { judge: name, kind: "llm_json", model: config.model, version: config.prompt.version }

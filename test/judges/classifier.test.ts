@@ -366,7 +366,8 @@ describe("classifier judge: endpoint backend", () => {
 describe("classifier judge: model backend", () => {
   it.effect("request: packaged injection_v1 system prompt, the scanned text as the user turn, temperature 0", () =>
     Effect.gen(function* () {
-      const { sent, judge } = build({ model: "prompt-guard", extra_body: { top_p: 1 } }, chatReply('{"label":"INJECTION","score":0.97}'))
+      // extra_body cannot replace the prompt or max_tokens
+      const { sent, judge } = build({ model: "prompt-guard", extra_body: { top_p: 1, max_tokens: 999, messages: [] } }, chatReply('{"label":"INJECTION","score":0.97}'))
       const j = yield* judge
       expect(j).toMatchObject({ kind: "classifier", model: "prompt-guard", cacheable: true })
       const v = yield* j.rule(INJECTED, ctx)

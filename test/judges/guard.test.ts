@@ -97,9 +97,12 @@ describe("guard judge: decisions (reference §4.4)", () => {
 })
 
 describe("guard judge: request", () => {
-  it.effect("renders the call as an assistant turn, temperature 0, max_tokens, chat_template_kwargs over extra_body", () =>
+  it.effect("renders the call as an assistant turn, temperature 0, max_tokens, chat_template_kwargs over extra_body (which cannot replace them)", () =>
     Effect.gen(function* () {
-      const { sent, judge } = build({ ...GRANITE, max_tokens: 5, extra_body: { chat_template_kwargs: { x: 1 }, top_k: 1 } }, chatReply("No"))
+      const { sent, judge } = build(
+        { ...GRANITE, max_tokens: 5, extra_body: { chat_template_kwargs: { x: 1 }, top_k: 1, temperature: 0.7, max_tokens: 500, messages: [] } },
+        chatReply("No")
+      )
       yield* (yield* judge).rule(call, ctx)
       expect(sent[0]).toEqual({
         model: "granite-guardian",

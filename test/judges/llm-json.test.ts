@@ -53,9 +53,12 @@ const DENY = `{"reason":"wipes the root","category":"data_loss","decision":"deny
 // ---------------------------------------------------------------------------------------------
 
 describe("llm_json judge: request", () => {
-  it.effect("sends system prompt, rendered call, sampling knobs, extra_body and the verdict schema", () =>
+  it.effect("sends system prompt, rendered call, sampling knobs, extra_body and the verdict schema (extra_body cannot replace the judge's own keys)", () =>
     Effect.gen(function* () {
-      const { sent, judge } = build({ model: "judge-small", max_tokens: 128, extra_body: { top_p: 0.5, response_format: "ignored" } }, chatReply(DENY))
+      const { sent, judge } = build(
+        { model: "judge-small", max_tokens: 128, extra_body: { top_p: 0.5, response_format: "ignored", temperature: 0.9, max_tokens: 9999, messages: [] } },
+        chatReply(DENY)
+      )
       const j = yield* judge
       yield* j.rule(call, ctx)
       expect(sent).toHaveLength(1)
@@ -78,7 +81,7 @@ describe("llm_json judge: request", () => {
         top_p: 0.5,
         response_format: { type: "json_schema", json_schema: { name: "verdict", schema: VERDICT_SCHEMA, strict: true } }
       })
-      expect(Object.keys(payload)).toEqual(["messages", "temperature", "max_tokens", "top_p", "response_format"])
+      expect(Object.keys(payload)).toEqual(["messages", "temperature", "max_tokens", "response_format", "top_p"])
     })
   )
 
