@@ -1,5 +1,5 @@
-/** `vetobench audit keygen | manifest` — keys for signed checkpoints, and a run's results manifest. */
-import { readFileSync } from "node:fs"
+/** `vetobench audit keygen | manifest | outcomes | score` — keys, a run's results manifest, outcomes, the five scores. */
+import { existsSync, readFileSync } from "node:fs"
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
@@ -9,7 +9,8 @@ import { appendManifest } from "../audit/manifest.js"
 import { appendOutcomes } from "../audit/outcomes.js"
 import { signerFromPem } from "../domain/checkpoint.js"
 import { auditScoreCommand } from "./audit-score.js"
-import { CliFailure, configOption } from "./options.js"
+import type { FileSinkOptions } from "../../layers/AuditSink.js"
+import { CliFailure, configOption, DEFAULT_CONFIG, settingsFrom } from "./options.js"
 
 const fail = (e: { readonly message: string }) => new CliFailure({ message: e.message })
 
@@ -18,6 +19,19 @@ export const loadSigner = (file: string) =>
   Effect.try({
     try: () => signerFromPem(readFileSync(file, "utf8")),
     catch: (e) => new CliFailure({ message: `${file}: not an Ed25519 private key (${e instanceof Error ? e.message : String(e)})` })
+  })
+
+/**
+ * How `manifest` and `outcomes` append to an existing log: signed with `--key`, else with the
+ * settings' `audit.signing_key`, synced per the settings' `audit.fsync`. The settings file is read
+ * when it exists (a `-c` other than the default must exist).
+ */
+const appendOptions = (config: string, key: Option.Option<string>) =>
+  Effect.gen(function* () {
+    const settings = config !== DEFAULT_CONFIG || existsSync(config) ? yield* settingsFrom(config) : null
+    const keyFile = Option.isSome(key) ? key.value : (settings?.audit.signing_key ?? null)
+    const signer = keyFile === null ? null : yield* loadSigner(keyFile)
+    return { signer, fsync: settings?.audit.fsync ?? "group" } satisfies FileSinkOptions
   })
 
 const keygen = Command.make(
@@ -47,16 +61,19 @@ const manifest = Command.make(
   "manifest",
   {
     config: configOption,
-    key: Options.text("key").pipe(Options.optional, Options.withDescription("private key (PEM) that signs the final checkpoint")),
+    key: Options.text("key").pipe(
+      Options.optional,
+      Options.withDescription("private key (PEM) that signs the final checkpoint (default: audit.signing_key of the settings)")
+    ),
     file: Args.text({ name: "AUDIT_FILE" }),
     outputs: Args.text({ name: "OUTPUT" }).pipe(Args.atLeast(1))
   },
-  ({ file, key, outputs }) =>
+  ({ config, file, key, outputs }) =>
     Effect.gen(function* () {
-      const signer = Option.isNone(key) ? null : yield* loadSigner(key.value)
+      const options = yield* appendOptions(config, key)
       const runId = path.basename(file).replace(/\.jsonl$/, "")
       const record = yield* appendManifest(runId, outputs).pipe(
-        Effect.provide(AuditSink.layerFile(path.dirname(path.resolve(file)), { signer })),
+        Effect.provide(AuditSink.layerFile(path.dirname(path.resolve(file)), options)),
         Effect.mapError((e) => (e._tag === "AuditWriteError" ? new CliFailure({ message: `${e.file}: ${e.reason}` }) : fail(e)))
       )
       yield* Console.log(`manifest of ${outputs.length} file(s) appended to ${file} as record ${record.seq}; checkpoint written`)
@@ -68,14 +85,17 @@ const outcomes = Command.make(
   {
     config: configOption,
     results: Options.text("results").pipe(Options.optional, Options.withDescription("benchmark results, JSON lines {request_id, tool_call_id?, call_index?, outcome}")),
-    key: Options.text("key").pipe(Options.optional, Options.withDescription("private key (PEM) that signs the checkpoint")),
+    key: Options.text("key").pipe(
+      Options.optional,
+      Options.withDescription("private key (PEM) that signs the checkpoint (default: audit.signing_key of the settings)")
+    ),
     file: Args.text({ name: "AUDIT_FILE" })
   },
-  ({ file, key, results }) =>
+  ({ config, file, key, results }) =>
     Effect.gen(function* () {
-      const signer = Option.isNone(key) ? null : yield* loadSigner(key.value)
+      const options = yield* appendOptions(config, key)
       const plan = yield* appendOutcomes(path.basename(file).replace(/\.jsonl$/, ""), file, Option.getOrNull(results)).pipe(
-        Effect.provide(AuditSink.layerFile(path.dirname(path.resolve(file)), { signer })),
+        Effect.provide(AuditSink.layerFile(path.dirname(path.resolve(file)), options)),
         Effect.mapError((e) => (e._tag === "AuditWriteError" ? new CliFailure({ message: `${e.file}: ${e.reason}` }) : fail(e)))
       )
       yield* Console.log(
