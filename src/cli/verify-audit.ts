@@ -10,7 +10,7 @@ import { loadPublicKey, reportLine, verifyFile, type FileReport } from "../audit
 import { CliFailure, configOption } from "./options.js"
 
 const files = Args.text({ name: "FILE" }).pipe(Args.atLeast(1), Args.withDescription("audit JSONL files"))
-const anchor = Options.text("anchor").pipe(Options.optional, Options.withDescription("the anchor file (default: <file>.anchor.jsonl beside it; only with one FILE)"))
+const anchor = Options.text("anchor").pipe(Options.optional, Options.withDescription("the anchor file (default: <name>.anchor.jsonl beside <name>.jsonl; only with one FILE)"))
 const pubkey = Options.text("pubkey").pipe(Options.optional, Options.withDescription("the signer's public key (PEM) to authenticate checkpoints"))
 const json = Options.boolean("json").pipe(Options.withDescription("print the full results as JSON"))
 const strict = Options.boolean("strict").pipe(Options.withDescription("fail when a check could not be made"))

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { ConfigError } from "../../src/config/errors.js"
 import { expandEnv } from "../../src/config/expand.js"
 import {
+  defaultAuditSettings,
   decodeSettings,
   defaultSettings,
   loadSettings,
@@ -358,6 +359,17 @@ describe("configs/vetobench.example.yaml", () => {
     expect(s.proxy).toEqual(defaultSettings(REPO).proxy)
     expect(Object.keys(s.proxy).length).toBe(15)
     for (const key of Object.keys(s.proxy)) expect(uncommented).toMatch(new RegExp(`^  ${key}: `, "m"))
+  })
+
+  it("names every audit key in its commented section, with the defaults that have one", () => {
+    const text = fs.readFileSync(EXAMPLE, "utf8")
+    const block = /^# audit:\n((?:#   .*\n)+)/m.exec(text)?.[1] ?? ""
+    const keys = [...block.matchAll(/^# {3}(\w+): (\S+)/gm)].map((m) => [m[1]!, m[2]!] as const)
+    expect(keys.map(([k]) => k)).toEqual(Object.keys(defaultAuditSettings))
+    expect(Object.fromEntries(keys.filter(([k]) => k !== "signing_key"))).toEqual({
+      fsync: defaultAuditSettings.fsync,
+      checkpoint_every: String(defaultAuditSettings.checkpoint_every)
+    })
   })
 })
 
