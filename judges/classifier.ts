@@ -391,7 +391,9 @@ const postJson = (
               return unavailable("connect timeout")
             case "tls":
               // the endpoint is reached with Node's default trust store
-              return unavailable(`TLS verification failed (${failure.code}); add the CA that signed its certificate with NODE_EXTRA_CA_CERTS`)
+              return unavailable(
+                `TLS verification failed (${failure.code})${failure.untrustedCa ? "; add the CA that signed its certificate with NODE_EXTRA_CA_CERTS" : ""}`
+              )
             case "other":
               return unavailable(`${failure.code}: ${failure.message}`)
           }

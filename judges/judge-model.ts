@@ -18,7 +18,10 @@ export interface ModelReply {
  */
 export const withExtraBody = (own: Record<string, unknown>, extra: Readonly<Record<string, unknown>>): Record<string, unknown> => {
   const out = { ...own }
-  for (const [k, v] of Object.entries(extra)) if (!Object.prototype.hasOwnProperty.call(own, k)) out[k] = v
+  for (const [k, v] of Object.entries(extra)) {
+    // a data key even when it is "__proto__" (as a spread copies it)
+    if (!Object.prototype.hasOwnProperty.call(own, k)) Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true })
+  }
   return out
 }
 

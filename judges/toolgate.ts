@@ -285,7 +285,10 @@ export const makeToolgateJudge = (name: string, config: ToolgateConfig): Judge =
       case "connect-timeout":
         return fail("unavailable", `${where}: connect timeout after ${config.timeout_s}s`)
       case "tls":
-        return fail("unavailable", `${where}: TLS verification failed (${failure.code}); set verify_tls to the CA bundle that signed the gate's certificate`)
+        return fail(
+          "unavailable",
+          `${where}: TLS verification failed (${failure.code})${failure.untrustedCa ? "; set verify_tls to the CA bundle that signed the gate's certificate" : ""}`
+        )
       case "other":
         return fail("unavailable", `${where}: unreachable (${failure.code}: ${failure.message})`)
     }

@@ -622,7 +622,8 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         st.queue.push({ entry, resume, record: null, done: false })
         if (!st.writing) {
           st.writing = true
-          runFork(drain(st))
+          // scheduled, not run here: the appends of the same burst queue first and share the batch
+          runFork(drain(st), { immediate: false })
         }
       })
 

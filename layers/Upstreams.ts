@@ -103,7 +103,7 @@ export const transportError = (u: UpstreamSettings, e: unknown, timeout_s: numbe
     case "tls":
       return new UpstreamUnavailable({
         upstream: u.name,
-        reason: `TLS verification failed (${failure.code}) for ${u.base_url}; set verify_tls to the CA bundle that signed it`
+        reason: `TLS verification failed (${failure.code}) for ${u.base_url}${failure.untrustedCa ? "; set verify_tls to the CA bundle that signed it" : ""}`
       })
     case "connect-timeout":
       return new UpstreamUnavailable({ upstream: u.name, reason: `connect timeout after ${u.connect_timeout_s}s (${u.base_url})` })

@@ -325,12 +325,14 @@ type PlainRecord = Readonly<Record<string, unknown>>
 
 /**
  * A file's records, plain (what every check reads), and the same records with their number literals
- * kept (what re-hashing the Go gate's chain needs; parsed on demand). JSONL lines go through
- * `JSON.parse`; a line it refuses is parsed strictly again for the message.
+ * kept (what re-hashing the Go gate's chain needs; parsed on demand, `Left` when the strict parser
+ * refuses a line `JSON.parse` took: nesting deeper than 512). JSONL lines go through `JSON.parse`; a
+ * line it refuses is parsed strictly again for the message. (A `vetobench/v2` record nested deeper
+ * than 512 is read, and its chain then fails: no record the sink writes is that deep.)
  */
 interface ParsedRecords {
   readonly records: ReadonlyArray<PlainRecord>
-  readonly raw: () => ReadonlyArray<RawObject>
+  readonly raw: () => Either.Either<ReadonlyArray<RawObject>, string>
   readonly jsonl: boolean
 }
 
@@ -347,7 +349,7 @@ const parseRecords = (text: string): Either.Either<ParsedRecords, string> => {
     const bad = list.findIndex((r) => !isRawObject(r))
     if (bad >= 0) return Either.left(`record ${bad + 1}: not a JSON object`)
     const raw = list as ReadonlyArray<RawObject>
-    return Either.right({ records: raw.map((r) => toPlain(r) as PlainRecord), raw: () => raw, jsonl: false })
+    return Either.right({ records: raw.map((r) => toPlain(r) as PlainRecord), raw: () => Either.right(raw), jsonl: false })
   }
   const lines = text.split("\n")
   const records: Array<PlainRecord> = []
@@ -371,7 +373,18 @@ const parseRecords = (text: string): Either.Either<ParsedRecords, string> => {
     records.push(rec)
     at.push(i)
   }
-  return Either.right({ records, raw: () => at.map((i) => parseRawJson(lines[i]!) as RawObject), jsonl: true })
+  const raw = (): Either.Either<ReadonlyArray<RawObject>, string> => {
+    const out: Array<RawObject> = []
+    for (const i of at) {
+      try {
+        out.push(parseRawJson(lines[i]!) as RawObject)
+      } catch (e) {
+        return Either.left(`line ${i + 1}: not valid JSON (${(e as Error).message})`)
+      }
+    }
+    return Either.right(out)
+  }
+  return Either.right({ records, raw, jsonl: true })
 }
 
 const analyseV2 = (text: string, records: ReadonlyArray<PlainRecord>, jsonl: boolean): AuditAnalysis => {
@@ -443,7 +456,7 @@ export const analyseAuditText = (text: string): Either.Either<AuditAnalysis, str
     if (bad !== undefined) return Either.left(bad.left)
     const v2 = kinds.filter((k) => Either.isRight(k) && k.right === "v2").length
     if (v2 !== 0 && v2 !== records.length) return Either.left(`mixes ${AUDIT_SCHEMA} records with records without a schema`)
-    return Either.right(v2 > 0 ? analyseV2(text, records, jsonl) : analyseGate(raw(), records))
+    return v2 > 0 ? Either.right(analyseV2(text, records, jsonl)) : Either.map(raw(), (r) => analyseGate(r, records))
   })
 
 // ---------------------------------------------------------------------------------------------

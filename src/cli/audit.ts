@@ -23,15 +23,20 @@ export const loadSigner = (file: string) =>
 
 /**
  * How `manifest` and `outcomes` append to an existing log: signed with `--key`, else with the
- * settings' `audit.signing_key`, synced per the settings' `audit.fsync`. The settings file is read
- * when it exists (a `-c` other than the default must exist).
+ * settings' `audit.signing_key`; synced and checkpointed per the settings' `audit` section. The
+ * settings are read when they matter — without `--key` (from the default file when it exists), or
+ * with a `-c` other than the default (which must exist).
  */
 const appendOptions = (config: string, key: Option.Option<string>) =>
   Effect.gen(function* () {
-    const settings = config !== DEFAULT_CONFIG || existsSync(config) ? yield* settingsFrom(config) : null
+    const read = config !== DEFAULT_CONFIG || (Option.isNone(key) && existsSync(config))
+    const settings = read ? yield* settingsFrom(config) : null
     const keyFile = Option.isSome(key) ? key.value : (settings?.audit.signing_key ?? null)
     const signer = keyFile === null ? null : yield* loadSigner(keyFile)
-    return { signer, fsync: settings?.audit.fsync ?? "group" } satisfies FileSinkOptions
+    return {
+      signer,
+      ...(settings === null ? {} : { fsync: settings.audit.fsync, checkpointEvery: settings.audit.checkpoint_every })
+    } satisfies FileSinkOptions
   })
 
 const keygen = Command.make(

@@ -161,7 +161,8 @@ const asbDeltas = (sel: Selection, model: string, attack: AsbAttack, results: Re
     const baseDir = path.join(asbRunDir(sel.exp, model, baseline), tag)
     const base = results.get("baseline") ?? (fs.existsSync(baseDir) ? yield* asbResults(sel, model, baseline, attack) : undefined)
     if (base === undefined || base.shards === 0) {
-      yield* Console.log(`[asb] ${model} ${tag}: no paired Δ: no baseline results in ${baseDir} (run --variant baseline)`)
+      const hint = results.has("baseline") ? "" : " (run --variant baseline)"
+      yield* Console.log(`[asb] ${model} ${tag}: no paired Δ: no baseline results in ${baseDir}${hint}`)
       return
     }
     for (const name of others) {

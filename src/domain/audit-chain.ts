@@ -139,7 +139,7 @@ export const sealPrepared = (p: PreparedEntry, at: ChainPosition): SealedLine =>
 
 /**
  * Seal a record's prepared parts at `at` (finite `seq`, string `ts` and `prev_hash`): its hash and its
- * line. What the audit writer thread does with the parts it is sent.
+ * line (what the file sink's writer does for each prepared entry).
  */
 export const sealParts = (parts: RecordParts, at: ChainPosition): SealedLine => {
   // the hashed text: one concatenation, flattened once (by the hash); the line is cut from it

@@ -463,6 +463,11 @@ describe("vetobench/v2 records", () => {
     expect(reason(`${text}{"ts":"x","tool":"t"}\n`)).toEqual(Option.some(`mixes vetobench/v2 records with records without a schema`))
     expect(reason(`{"schema":"vetobench/v1","ts":"x"}\n`)).toEqual(Option.some(`record 1: unsupported schema "vetobench/v1"`))
     expect(reason(`[1]`)).toEqual(Option.some("record 1: not a JSON object"))
+    // nesting JSON.parse takes but the strict parser (the Go chain's) refuses: a reason, not a crash
+    const deep = `${"[".repeat(600)}${"]".repeat(600)}`
+    expect(reason(`{"ts":"t","agent_id":"a","tool":"x","decision":"allow","args":${deep}}\n`)).toEqual(
+      Option.some(expect.stringMatching(/^line 1: not valid JSON \(nesting too deep/))
+    )
     expect(analyse("\n\n")).toMatchObject({ format: "empty", fields: [] })
   })
 })

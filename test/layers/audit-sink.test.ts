@@ -185,6 +185,33 @@ describe("AuditSink.layerFile", () => {
     })
   )
 
+  it.scopedLive("a burst of concurrent appends shares one write (group commit)", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      // count the records in each write to a file handle (the sink's only writes of call lines)
+      const probe = yield* Effect.promise(() => fs.open(path.join(dir, "probe"), "w"))
+      const proto = Object.getPrototypeOf(probe) as { write: (...args: Array<unknown>) => Promise<unknown> }
+      yield* Effect.promise(() => probe.close())
+      const original = proto.write
+      const perWrite: Array<number> = []
+      proto.write = function (this: unknown, ...args: Array<unknown>) {
+        const data = args[0]
+        if (Buffer.isBuffer(data)) perWrite.push(data.toString("utf8").split("\n").filter((l) => l.includes('"type":"call"')).length)
+        return original.apply(this, args)
+      }
+      yield* Effect.addFinalizer(() => Effect.sync(() => void (proto.write = original)))
+      yield* Effect.gen(function* () {
+        const sink = yield* AuditSink
+        for (let round = 0; round < 3; round++) {
+          yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => round * 20 + i + 1), (i) => sink.append("burst", entry(i, "burst")), {
+            concurrency: "unbounded"
+          })
+        }
+      }).pipe(Effect.provide(AuditSink.layerFile(dir, { fsync: "group", checkpointEvery: 0 })))
+      expect(perWrite.filter((n) => n > 0)).toEqual([20, 20, 20])
+    })
+  )
+
   it.scopedLive("two sinks writing different runs concurrently do not interfere", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir

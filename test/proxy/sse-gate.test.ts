@@ -1,7 +1,7 @@
 /**
  * The streaming gate's state machine alone (`makeSseGate`), with a gate that blocks every call:
- * where the refusal note goes after streamed text, per choice, and that only the enforce arm
- * reads the text deltas.
+ * where the refusal note goes after streamed text, per choice (the gate reads text deltas only
+ * while a choice may still lack text).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -76,15 +76,5 @@ describe("the streaming gate's refusal note", () => {
           [2, "[call 0 blocked]"]
         ])
       }
-      // text mentioning an index inside the content does not confuse the choices
-      const tricky = yield* refusals("enforce", [text(0, 'He said "index":1'), text(1, ""), toolCall(1), finish(1)])
-      expect(tricky.notes.get(1)).toBe("[call 0 blocked]")
-    }))
-
-  it.effect("the shadow arm passes every chunk through untouched (nothing is removed there)", () =>
-    Effect.gen(function* () {
-      const g = makeSseGate({ gate: { ...blockAll, ruleChoice: () => Effect.succeed([]) }, request: request("shadow"), partial: "content" })
-      const chunk = text(0, "hello")
-      expect(yield* g.onData(chunk)).toEqual([`data: ${chunk}\n\n`])
     }))
 })
