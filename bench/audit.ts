@@ -436,7 +436,7 @@ const sha256 = (text: string): string => sha256Once("sha256", text, "hex")
 
 /**
  * µs of CPU per append of the sink's queueing alone, as the sink does it (no sealing or I/O): the
- * appender queues in one `Effect.async`; a writer fiber, started when none runs, takes the whole
+ * appender queues in one `Effect.async`; a writer fiber, scheduled when none runs, takes the whole
  * queue as one batch, yields (the I/O), and resumes each waiting appender.
  */
 const effectOverhead = (n: number, concurrency: number) =>
@@ -464,7 +464,7 @@ const effectOverhead = (n: number, concurrency: number) =>
       queue.push(resume)
       if (!writing) {
         writing = true
-        runFork(drain)
+        runFork(drain, { immediate: false })
       }
     })
     let issued = 0
