@@ -5,6 +5,7 @@
  * `fail_policy` turns a verdict whose status is not `ok` into an effective decision (gate).
  */
 import { Schema } from "effect"
+import { canonicalize } from "./canonical-json.js"
 
 export const Decision = Schema.Literal("allow", "deny", "hold")
 export type Decision = typeof Decision.Type
@@ -97,4 +98,40 @@ export const failed = (id: JudgeIdentity, status: "error" | "timeout", reason: s
 export const toCategory = (value: unknown): Category => {
   const c = typeof value === "string" ? value.trim().toLowerCase() : ""
   return (CATEGORIES as ReadonlyArray<string>).includes(c) && c !== "" ? (c as Category) : "other"
+}
+
+const DECISIONS: ReadonlyArray<unknown> = ["allow", "deny", "hold"]
+const STATUSES: ReadonlyArray<unknown> = ["ok", "error", "timeout"]
+
+/**
+ * Why a judge's answer is not a verdict the gate can record (null when it is one): the fields and
+ * their types, an `ok` status with a decision, and a `usage` that JSON can hold. A judge is plugin
+ * code: what it returns is checked like any other input before it reaches the audit chain.
+ */
+export const verdictProblem = (v: unknown): string | null => {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return "the judge returned no verdict object"
+  const r = v as Record<string, unknown>
+  if (!STATUSES.includes(r.status)) return "the verdict's status is not ok, error or timeout"
+  if (r.status === "ok" ? !DECISIONS.includes(r.decision) : r.decision !== null) {
+    return "the verdict's decision is not allow, deny or hold (or not null for a failed verdict)"
+  }
+  for (const k of ["judge", "kind", "category", "reason", "raw"] as const) {
+    if (typeof r[k] !== "string") return `the verdict's ${k} is not a string`
+  }
+  for (const k of ["model", "version"] as const) {
+    if (r[k] !== null && typeof r[k] !== "string") return `the verdict's ${k} is not a string or null`
+  }
+  for (const k of ["probability", "temperature"] as const) {
+    if (r[k] !== null && !(typeof r[k] === "number" && Number.isFinite(r[k]))) return `the verdict's ${k} is not a finite number or null`
+  }
+  if (!(typeof r.latency_ms === "number" && Number.isFinite(r.latency_ms))) return "the verdict's latency_ms is not a finite number"
+  if (typeof r.cached !== "boolean") return "the verdict's cached is not a boolean"
+  if (typeof r.usage !== "object" || r.usage === null || Array.isArray(r.usage)) return "the verdict's usage is not an object"
+  try {
+    // what the audit chain will write: cycles, bigints, non-finite numbers and deep nesting end here
+    if (canonicalize(r.usage).length > 65536) return "the verdict's usage is larger than 64 KiB"
+  } catch (e) {
+    return `the verdict's usage cannot be recorded: ${e instanceof Error ? e.message : String(e)}`
+  }
+  return null
 }

@@ -7,18 +7,18 @@
  * The only error that escapes is an audit write failure: a call whose record cannot be written is
  * never let through silently (the proxy answers 503).
  */
-import { Context, Duration, Effect, Fiber, Layer, Option } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { AuditSink } from "../../layers/AuditSink.js"
-import type { AuditWriteError } from "../../layers/AuditSink.js"
+import { AuditWriteError } from "../../layers/AuditSink.js"
 import { cacheKey, JudgeCache } from "../../layers/JudgeCache.js"
-import type { Judge, JudgeContext } from "../../judges/Judge.js"
+import type { Judge, JudgeContext, JudgeError } from "../../judges/Judge.js"
 import { Judges } from "../../judges/Judges.js"
 import { Settings } from "../config/service.js"
 import { Holds } from "./Holds.js"
 import type { CallEntry, CallRecord, LoggedArm } from "../domain/audit-record.js"
-import { renderRefusal, stripCalls } from "../domain/refusal.js"
-import { toolCallView, type ToolCallView } from "../domain/tool-call.js"
-import { type Decision, decided, failed, type Verdict } from "../domain/verdict.js"
+import { renderRefusal } from "../domain/refusal.js"
+import { checkedToolCallView, type ToolCallView } from "../domain/tool-call.js"
+import { type Decision, decided, failed, type Verdict, verdictProblem } from "../domain/verdict.js"
 import { isObject } from "../domain/is-object.js"
 
 /** a judge's verdict on one call, with every layer's verdict (one entry for a simple judge) */
@@ -53,13 +53,27 @@ export interface GateShape {
     choiceIndex: number,
     toolCalls: ReadonlyArray<unknown>
   ) => Effect.Effect<ReadonlyArray<CallRuling>, AuditWriteError>
-  /** rule every choice of a chat completion in place (strips blocked calls); returns the blocked count */
-  readonly ruleResponse: (req: GateRequest, response: Record<string, unknown>) => Effect.Effect<number, AuditWriteError>
 }
 
 export class Gate extends Context.Tag("vetobench/Gate")<Gate, GateShape>() {}
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
+
+/** One line for a defect or an interruption (never throws, whatever was thrown). */
+export const defectMessage = (cause: Cause.Cause<unknown>): string => {
+  try {
+    const d = Cause.dieOption(cause)
+    if (Option.isSome(d)) {
+      const x = d.value
+      const text = x instanceof Error ? `${x.name}: ${x.message}` : typeof x === "string" ? x : JSON.stringify(x) ?? String(x)
+      return text.length > 300 ? `${text.slice(0, 300)}…` : text
+    }
+    if (Cause.isInterruptedOnly(cause)) return "interrupted"
+    return Cause.pretty(cause).split("\n")[0] ?? "unknown failure"
+  } catch {
+    return "a value that cannot be shown was thrown"
+  }
+}
 
 export const make = Effect.gen(function* () {
   const settings = yield* Settings
@@ -74,26 +88,59 @@ export const make = Effect.gen(function* () {
   const effectiveOf = (v: Verdict): Decision =>
     v.status === "ok" && v.decision !== null ? v.decision : p.fail_policy === "closed" ? "deny" : "allow"
 
+  /** the verdict of a judge that failed: a typed error, a defect, an interruption or an invalid answer */
+  const failedFrom = (judge: Judge, cause: Cause.Cause<JudgeError>): Verdict => {
+    const failure = Cause.failureOption(cause)
+    if (Option.isSome(failure)) {
+      const e = failure.value
+      return failed(judge, e.reason === "timeout" ? "timeout" : "error", e.message, {
+        ...(e.raw !== undefined ? { raw: e.raw } : {}),
+        ...(e.latency_ms !== undefined ? { latency_ms: e.latency_ms } : {}),
+        ...(e.usage !== undefined ? { usage: e.usage } : {})
+      })
+    }
+    return failed(judge, "error", `judge failed: ${defectMessage(cause)}`)
+  }
+
+  /**
+   * Run the judge so that nothing it does escapes as anything but a verdict: a throw before it returns
+   * an effect, a defect inside it (a throw in `Effect.sync`, a stack overflow), an interruption of
+   * its own, an answer that is not a verdict. It runs in a child fiber, so its self-interruption ends
+   * only the child; the deadline still interrupts it.
+   */
+  const guarded = (judge: Judge, call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict> =>
+    Effect.suspend(() => judge.rule(call, ctx)).pipe(
+      Effect.fork,
+      Effect.flatMap(Fiber.await),
+      Effect.map((exit) => {
+        if (Exit.isFailure(exit)) return failedFrom(judge, exit.cause)
+        const problem = verdictProblem(exit.value)
+        return problem === null ? exit.value : failed(judge, "error", `invalid verdict: ${problem}`)
+      })
+    )
+
+  const keyOf = (judge: Judge, call: ToolCallView): string | null => {
+    if (!judge.cacheable || !p.judge_cache) return null
+    try {
+      return cacheKey(judge.judge, judge.version, call)
+    } catch {
+      return null // arguments the canonical form refuses are simply not cached
+    }
+  }
+
   const callJudge = (judge: Judge, call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict> => {
-    const key = judge.cacheable && p.judge_cache ? cacheKey(judge.judge, judge.version, call) : null
+    const key = keyOf(judge, call)
     if (key !== null) {
       const hit = cache.get(key)
       if (Option.isSome(hit)) return Effect.succeed({ ...hit.value, cached: true, latency_ms: 0, usage: {} })
     }
-    return judge.rule(call, ctx).pipe(
+    return guarded(judge, call, ctx).pipe(
       slots.withPermits(1),
-      Effect.timeoutFail({ duration: deadline, onTimeout: () => "timeout" as const }),
-      Effect.catchAll((e) =>
-        Effect.succeed(
-          e === "timeout"
-            ? failed(judge, "timeout", `judge timed out after ${p.judge_timeout_s}s`)
-            : failed(judge, e.reason === "timeout" ? "timeout" : "error", e.message, {
-                ...(e.raw !== undefined ? { raw: e.raw } : {}),
-                ...(e.latency_ms !== undefined ? { latency_ms: e.latency_ms } : {}),
-                ...(e.usage !== undefined ? { usage: e.usage } : {})
-              })
-        )
-      ),
+      Effect.timeoutTo({
+        duration: deadline,
+        onTimeout: () => failed(judge, "timeout", `judge timed out after ${p.judge_timeout_s}s`),
+        onSuccess: (v) => v
+      }),
       Effect.tap((v) => (key !== null ? Effect.sync(() => cache.set(key, v)) : Effect.void))
     )
   }
@@ -133,21 +180,47 @@ export const make = Effect.gen(function* () {
    */
   const commitAll = (judge: Judge, views: ReadonlyArray<ToolCallView>, ctx: JudgeContext, released: ReadonlyArray<boolean>): Effect.Effect<void> => {
     const hooks = [...new Set([judge, ...(judge.layers ?? [])])].flatMap((j) => (j.commit !== undefined ? [j.commit] : []))
-    return hooks.length === 0 ? Effect.void : Effect.forEach(hooks, (commit) => Effect.forEach(views, (v, i) => commit(v, ctx, released[i] ?? false)), { discard: true })
+    if (hooks.length === 0) return Effect.void
+    // a hook must not fail; one that does (plugin code) is logged, and the rulings stand
+    const once = (commit: NonNullable<Judge["commit"]>, v: ToolCallView, i: number) =>
+      Effect.suspend(() => commit(v, ctx, released[i] ?? false)).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning(`judge ${judge.judge}: commit hook failed: ${defectMessage(cause)}`))
+      )
+    return Effect.forEach(hooks, (commit) => Effect.forEach(views, (v, i) => once(commit, v, i)), { discard: true })
   }
 
+  const unreadable = (judge: Judge, problem: string): Ruled => {
+    const v = failed(judge, "error", `the judge cannot read the call: ${problem}`)
+    return { verdict: v, layers: [v] }
+  }
+
+  // A defect while recording (a bug of ours, never a judge's: those are verdicts) must not let the
+  // call through unrecorded: it fails like an audit write, and the proxy answers 503.
   const ruleChoice: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
-    Effect.forkDaemon(ruleAndRecord(req, choiceIndex, toolCalls)).pipe(Effect.flatMap(Fiber.join))
+    Effect.forkDaemon(ruleAndRecord(req, choiceIndex, toolCalls)).pipe(
+      Effect.flatMap(Fiber.join),
+      Effect.catchAllDefect((d) =>
+        Effect.fail(
+          new AuditWriteError({ file: audit.fileFor(req.context.runId), reason: `recording failed: ${defectMessage(Cause.die(d))}`, cause: d })
+        )
+      )
+    )
 
   const ruleAndRecord: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
     Effect.gen(function* () {
-      const views = toolCalls.map((c) => toolCallView(c, req.tools))
+      const checked = toolCalls.map((c) => checkedToolCallView(c, req.tools))
+      const views = checked.map((c) => c.view)
       const judge = req.judge === null ? undefined : judges.get(req.judge)
       const started = performance.now()
       const verdicts: ReadonlyArray<Ruled | null> =
         judge === undefined
           ? views.map(() => null)
-          : yield* Effect.forEach(views, (v) => ruleWith(judge, v, req.context), { concurrency: "unbounded" })
+          : yield* Effect.forEach(
+              checked,
+              // a call no judge can read (arguments nested too deep) is ruled as a judge failure
+              ({ view, problem }) => (problem === null ? ruleWith(judge, view, req.context) : Effect.succeed(unreadable(judge, problem))),
+              { concurrency: "unbounded" }
+            )
       const gateMs = judge === undefined ? 0 : round3(performance.now() - started)
       // one record per proposed call, in call order; a held call (hold_policy wait) is withheld
       // (`blocked: true`) until a person decides, recorded by a later `approval` record
@@ -242,30 +315,7 @@ export const make = Effect.gen(function* () {
       return released
     })
 
-  const ruleResponse: GateShape["ruleResponse"] = (req, response) =>
-    Effect.gen(function* () {
-      const choices = Array.isArray(response.choices) ? response.choices : []
-      const counts = yield* Effect.forEach(
-        choices,
-        (choice, ci) => {
-          const message = isObject(choice) && isObject(choice.message) ? choice.message : undefined
-          const calls = message && Array.isArray(message.tool_calls) ? message.tool_calls : []
-          if (!message || calls.length === 0) return Effect.succeed(0)
-          const index = isObject(choice) && typeof choice.index === "number" ? choice.index : ci
-          return ruleChoice(req, index, calls).pipe(
-            Effect.map((rulings) => {
-              const removed = blockedNotes(rulings)
-              if (removed.size > 0) (choice as Record<string, unknown>).finish_reason = stripCalls(message, removed, p.partial_refusal)
-              return removed.size
-            })
-          )
-        },
-        { concurrency: "unbounded" }
-      )
-      return counts.reduce((a, b) => a + b, 0)
-    })
-
-  return { ruleChoice, ruleResponse } satisfies GateShape
+  return { ruleChoice } satisfies GateShape
 })
 
 /** call index → refusal sentence, for the blocked calls */

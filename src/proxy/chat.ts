@@ -11,9 +11,11 @@ import { normaliseChatBody } from "../domain/normalise.js"
 import { isJudged, parseRoute, RouteError, type Route } from "../domain/route.js"
 import { Gate, type GateRequest } from "../gate/Gate.js"
 import { errorBody, ProxyError } from "./errors.js"
-import { fromUpstreamError, readAll, readJsonBody, relay, withUpstream } from "./forward.js"
+import { fromUpstreamError, readAll, readChatBody, relay, withUpstream } from "./forward.js"
+import { runIdProblem } from "../domain/run-id.js"
 import type { RequestMeta } from "./request-meta.js"
 import { gateSseStream } from "./sse-gate.js"
+import { choicesWithCalls, gateChatAnswer, mayCarryCalls, parseJsonText } from "./wire/chat.js"
 import { isObject } from "../domain/is-object.js"
 
 export class CurrentRequest extends Context.Tag("vetobench/CurrentRequest")<CurrentRequest, RequestMeta>() {}
@@ -39,6 +41,14 @@ const gateRequest = (route: Route, meta: RequestMeta, agentModel: string, tools:
   }
 })
 
+const invalidAnswerError = (message: string) => new ProxyError({ code: "upstream_invalid_response", message })
+const invalidAnswer = (message: string) => Effect.fail(invalidAnswerError(message))
+
+const answer = (text: string, blocked: number) =>
+  HttpServerResponse.text(text, { contentType: "application/json", headers: { "x-vetobench-blocked": String(blocked) } })
+
+const isEventStream = (contentType: string) => contentType.toLowerCase().startsWith("text/event-stream")
+
 const auditFailed = (e: AuditWriteError) =>
   new ProxyError({ code: "audit_write_failed", message: `audit write failed, call not released: ${e.file}: ${e.reason}` })
 
@@ -48,7 +58,11 @@ export const chatCompletions = Effect.gen(function* () {
   const judges = yield* Judges
   const gate = yield* Gate
   const meta = yield* CurrentRequest
-  const body = yield* readJsonBody(settings.proxy.max_body_bytes)
+  if (meta.runId !== null) {
+    const problem = runIdProblem(meta.runId)
+    if (problem !== null) return yield* new ProxyError({ code: "invalid_request", message: `x-vetobench-run: ${problem}` })
+  }
+  const body = yield* readChatBody(settings.proxy.max_body_bytes)
   const route = yield* routeOf(body.model)
   if (isJudged(route) && judges.get(route.judge!) === undefined) {
     return yield* new ProxyError({
@@ -66,31 +80,36 @@ export const chatCompletions = Effect.gen(function* () {
       if (!stream || res.status >= 300) {
         const text = yield* readAll(res, release)
         if (res.status >= 300 || route.arm === "passthrough") return relay(res.status, res.contentType, text, {})
-        if (!text.includes('"tool_calls"')) {
-          return HttpServerResponse.text(text, { contentType: "application/json", headers: { "x-vetobench-blocked": "0" } })
-        }
-        const parsed = yield* Effect.try({
-          try: () => JSON.parse(text) as unknown,
-          catch: () => new ProxyError({ code: "upstream_invalid_response", message: `upstream answered invalid JSON: ${text.slice(0, 200)}` })
-        })
-        if (!isObject(parsed)) {
-          return yield* new ProxyError({ code: "upstream_invalid_response", message: "upstream answer is not a JSON object" })
-        }
-        const blocked = yield* Effect.mapError(gate.ruleResponse(request, parsed), auditFailed)
-        // the gate changes `parsed` only to strip blocked calls: when it blocked none, the upstream bytes go back as they came
-        return HttpServerResponse.text(blocked === 0 ? text : JSON.stringify(parsed), {
-          contentType: "application/json",
-          headers: { "x-vetobench-blocked": String(blocked) }
-        })
+        const parsed = parseJsonText(text, "the upstream answer")
+        if ("problem" in parsed) return yield* invalidAnswer(parsed.problem)
+        if (!isObject(parsed.value)) return yield* invalidAnswer("the upstream answer is not a JSON object")
+        // no parser can find a call in these bytes: they go back as they came
+        if (!mayCarryCalls(text)) return answer(text, 0)
+        const choices = choicesWithCalls(parsed.value)
+        if (typeof choices === "string") return yield* invalidAnswer(`the upstream answer's ${choices}`)
+        const blocked = yield* Effect.mapError(gateChatAnswer(gate, request, choices, settings.proxy.partial_refusal), auditFailed)
+        // what the gate read, written once: every client parses exactly this
+        return answer(JSON.stringify(parsed.value), blocked)
       }
       const sse = { "cache-control": "no-cache" }
       if (route.arm === "passthrough") {
         return HttpServerResponse.stream(res.stream.pipe(Stream.ensuring(release)), { contentType: res.contentType, headers: sse })
       }
-      const gated = gateSseStream(res.stream, { gate, request, partial: settings.proxy.partial_refusal }).pipe(
+      if (!isEventStream(res.contentType)) {
+        // an answer that is not an event stream is not shown to a streaming client: an error event ends it
+        const err = yield* Effect.match(readAll(res, release), {
+          onFailure: (e) => e,
+          onSuccess: () => invalidAnswerError(`the upstream answered ${res.contentType || "no content type"} to a streaming request`)
+        })
+        return HttpServerResponse.text(`data: ${errorBody(err.code, err.message, meta.requestId)}\n\n`, {
+          contentType: "text/event-stream",
+          headers: { ...sse, "x-vetobench-blocked": "0" }
+        })
+      }
+      const gated = gateSseStream(res.stream, { gate, request, partial: settings.proxy.partial_refusal, requestId: meta.requestId }).pipe(
         Stream.catchAll((e) => {
           const err = e._tag === "AuditWriteError" ? auditFailed(e) : fromUpstreamError(e)
-          return Stream.make(`data: ${errorBody(err.code, err.message)}\n\n`)
+          return Stream.make(`data: ${errorBody(err.code, err.message, meta.requestId)}\n\n`)
         }),
         Stream.encodeText,
         Stream.ensuring(release)

@@ -47,11 +47,12 @@ export class ProxyError extends Data.TaggedError("ProxyError")<{
   }
 }
 
-export const errorBody = (code: ProxyErrorCode | string, message: string) =>
-  JSON.stringify({ error: { message, type: "vetobench_error", code } })
+/** The error body; `request_id` (the response's `x-request-id`) lets an operator find the request's log line. */
+export const errorBody = (code: ProxyErrorCode | string, message: string, requestId: string | null = null) =>
+  JSON.stringify({ error: { message, type: "vetobench_error", code, ...(requestId !== null ? { request_id: requestId } : {}) } })
 
-export const errorResponse = (e: ProxyError, headers: Record<string, string> = {}) =>
-  HttpServerResponse.text(errorBody(e.code, e.message), {
+export const errorResponse = (e: ProxyError, requestId: string | null = null, headers: Record<string, string> = {}) =>
+  HttpServerResponse.text(errorBody(e.code, e.message, requestId), {
     status: e.status,
     contentType: "application/json",
     headers: e.code === "body_too_large" ? { ...headers, connection: "close" } : headers

@@ -9,8 +9,9 @@ import type { NoRoute, RawResponse, Target, TransportError, UpstreamsShape } fro
 import { readBody } from "./body.js"
 import { ProxyError } from "./errors.js"
 import { isObject } from "../domain/is-object.js"
+import { jsonTextDepth, MAX_JSON_DEPTH, tooDeep } from "../domain/json-depth.js"
 
-/** Read the body (limit first) and parse it as a JSON object. */
+/** Read the body (limit first) and parse it as a JSON object nested at most MAX_JSON_DEPTH deep. */
 export const readJsonObject = (limit: number) =>
   Effect.gen(function* () {
     const req = yield* HttpServerRequest.HttpServerRequest
@@ -19,20 +20,42 @@ export const readJsonObject = (limit: number) =>
       try: () => JSON.parse(raw) as unknown,
       catch: (e) => new ProxyError({ code: "invalid_json", message: `request body is not valid JSON: ${(e as Error).message}` })
     })
+    if (jsonTextDepth(raw) > MAX_JSON_DEPTH) {
+      return yield* new ProxyError({ code: "invalid_request", message: `${tooDeep("the request body")} (the proxy's limit)` })
+    }
     if (!isObject(body)) {
       return yield* new ProxyError({ code: "invalid_request", message: "request body must be a JSON object" })
     }
     return body
   })
 
-/** Read the body (limit first) and parse it as a JSON object with a string `model`. */
+const fieldError = (message: string) => Effect.fail(new ProxyError({ code: "invalid_request", message }))
+
+/** Read the body (limit first) and parse it as a JSON object with a string `model` and, if given, a boolean `stream`. */
 export const readJsonBody = (limit: number) =>
   Effect.gen(function* () {
     const body = yield* readJsonObject(limit)
-    if (typeof body.model !== "string") {
-      return yield* new ProxyError({ code: "invalid_request", message: "request body needs a string `model`" })
+    if (typeof body.model !== "string") return yield* fieldError("request body needs a string `model`")
+    // what the proxy reads must be what the upstream reads: a "true" string would stream there and not here
+    if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
+      return yield* fieldError("`stream` must be a boolean")
     }
     return body as Record<string, unknown> & { model: string }
+  })
+
+/** A chat request: also an array `messages` of objects and, if given, an array `tools` of objects. */
+export const readChatBody = (limit: number) =>
+  Effect.gen(function* () {
+    const body = yield* readJsonBody(limit)
+    if (!Array.isArray(body.messages)) return yield* fieldError("`messages` must be an array of message objects")
+    const badMessage = body.messages.findIndex((m) => !isObject(m))
+    if (badMessage >= 0) return yield* fieldError(`\`messages[${badMessage}]\` must be an object`)
+    if (body.tools !== undefined && body.tools !== null) {
+      if (!Array.isArray(body.tools)) return yield* fieldError("`tools` must be an array of tool objects")
+      const badTool = body.tools.findIndex((t) => !isObject(t))
+      if (badTool >= 0) return yield* fieldError(`\`tools[${badTool}]\` must be an object`)
+    }
+    return body
   })
 
 export const fromUpstreamError = (e: NoRoute | TransportError): ProxyError => {

@@ -10,6 +10,8 @@ import { type PartialRefusal, refusalNotes } from "../domain/refusal.js"
 import { blockedNotes, type GateRequest, type GateShape } from "../gate/Gate.js"
 import type { AuditWriteError } from "../../layers/AuditSink.js"
 import { isObject } from "../domain/is-object.js"
+import { errorBody } from "./errors.js"
+import { callsIn, mayCarryCalls, parseJsonText } from "./wire/chat.js"
 
 interface PendingCall {
   id: string | null
@@ -19,37 +21,64 @@ interface PendingCall {
 }
 
 interface ChoiceState {
-  calls: Array<PendingCall>
+  /** tool-call deltas assembled by their `index`, emitted in index order */
+  calls: Map<number, PendingCall>
+  /** the legacy `function_call` delta, assembled the same way */
+  fn: PendingCall | null
   /** text other than whitespace has been streamed in this choice (a refusal note then starts on a new paragraph) */
   hasText: boolean
   finish: string | null
 }
 
 const hasText = (content: string): boolean => content.trim() !== ""
+const holding = (s: ChoiceState): boolean => s.calls.size > 0 || s.fn !== null
 
 /** a choice index other than 0 in a chunk's text (escaped text inside strings never matches) */
 const OTHER_INDEX = /"index"\s*:(?!\s*0\s*[,}])/
 
-const frame = (data: string) => `data: ${data}\n\n`
+/** One SSE event carrying `data` (a line break in it becomes a further `data:` line, as SSE defines). */
+export const frame = (data: string) => `data: ${data.includes("\n") ? data.split("\n").join("\ndata: ") : data}\n\n`
+
+/** The stream is over for the client as its SDKs read it: an event whose data starts with `[DONE]`. */
+export const isDone = (data: string): boolean => data.startsWith("[DONE]")
+
+const isIndex = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0
 
 export interface SseGateOptions {
   readonly gate: GateShape
   readonly request: GateRequest
   readonly partial: PartialRefusal
+  /** the request id, carried by error events */
+  readonly requestId?: string
 }
 
-/** The per-stream state machine; `feed` and `end` return the SSE text to send next. */
+/** What the gate sends next; `stop` once an error event ended the stream for the client. */
+export interface SseStep {
+  readonly out: ReadonlyArray<string>
+  readonly stop: boolean
+}
+
+/**
+ * The per-stream state machine; `onData` and `end` return the SSE text to send next.
+ *
+ * What the client parses is only ever what this gate wrote: every event is re-framed; tool-call and
+ * function-call deltas are never passed on as they came, but held, ruled and re-emitted whole; an
+ * event that may name a call (see `mayCarryCalls`) is parsed and re-serialized, so every parser reads
+ * the value the gate read. An event the gate cannot read, or a stream that ends before `[DONE]`, ends
+ * with an error event: the calls held so far are ruled and recorded, and none is released.
+ */
 export const makeSseGate = (opts: SseGateOptions) => {
   const choices = new Map<number, ChoiceState>()
   let envelope: Record<string, unknown> = { object: "chat.completion.chunk" }
   let buffering = 0
   let blocked = 0
   let done = false
+  let stopped = false
 
   const state = (i: number): ChoiceState => {
     let s = choices.get(i)
     if (!s) {
-      s = { calls: [], hasText: false, finish: null }
+      s = { calls: new Map(), fn: null, hasText: false, finish: null }
       choices.set(i, s)
     }
     return s
@@ -58,65 +87,107 @@ export const makeSseGate = (opts: SseGateOptions) => {
   const chunk = (index: number, delta: Record<string, unknown>, finish: string | null) =>
     frame(JSON.stringify({ ...envelope, choices: [{ index, delta, logprobs: null, finish_reason: finish }] }))
 
+  const asCall = (c: PendingCall) => ({ id: c.id, type: c.type, function: { name: c.name, arguments: c.arguments } })
+
   /** rule a finished choice and render what the client gets instead of the held deltas */
   const settle = (index: number, s: ChoiceState): Effect.Effect<Array<string>, AuditWriteError> => {
-    const raw = s.calls.map((c) => ({ id: c.id, type: c.type, function: { name: c.name, arguments: c.arguments } }))
-    s.calls = []
+    const tools = [...s.calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => asCall(c))
+    const fn = s.fn
+    const raw: Array<unknown> = fn === null ? tools : [...tools, { ...asCall(fn), id: null }]
+    s.calls = new Map()
+    s.fn = null
     buffering--
     return opts.gate.ruleChoice(opts.request, index, raw).pipe(
       Effect.map((rulings) => {
         const removed = blockedNotes(rulings)
         blocked += removed.size
-        const kept = raw.filter((_, i) => !removed.has(i))
+        const kept = tools.filter((_, i) => !removed.has(i))
+        const keptFn = fn !== null && !removed.has(tools.length) ? fn : null
+        const survivors = kept.length + (keptFn !== null ? 1 : 0)
         const notes = refusalNotes(removed)
         const out: Array<string> = []
-        if (removed.size > 0 && (kept.length === 0 || opts.partial === "content")) {
+        if (removed.size > 0 && (survivors === 0 || opts.partial === "content")) {
           out.push(chunk(index, { content: s.hasText ? `\n\n${notes}` : notes }, null))
         }
-        if (kept.length > 0) {
-          out.push(chunk(index, { tool_calls: kept.map((c, k) => ({ index: k, ...c })) }, null))
-        }
-        const finish = removed.size === 0 ? (s.finish ?? "tool_calls") : kept.length > 0 ? "tool_calls" : "stop"
-        out.push(chunk(index, {}, finish))
+        if (kept.length > 0) out.push(chunk(index, { tool_calls: kept.map((c, k) => ({ index: k, ...c })) }, null))
+        if (keptFn !== null) out.push(chunk(index, { function_call: { name: keptFn.name, arguments: keptFn.arguments } }, null))
+        const natural = kept.length > 0 ? "tool_calls" : keptFn !== null ? "function_call" : "stop"
+        out.push(chunk(index, {}, removed.size === 0 ? (s.finish ?? natural) : natural))
         return out
       })
     )
   }
 
-  const onData = (data: string): Effect.Effect<Array<string>, AuditWriteError> => {
-    if (data.trim() === "[DONE]") {
+  /** rule and record every choice still holding calls; their renderings */
+  const settleAll = Effect.suspend(() =>
+    Effect.forEach(
+      [...choices.entries()].filter(([, s]) => holding(s)),
+      ([i, s]) => settle(i, s)
+    ).pipe(Effect.map((parts) => parts.flat()))
+  )
+
+  const errorEvent = (message: string) =>
+    frame(errorBody("upstream_invalid_response", message, opts.requestId ?? null))
+
+  /** the stream cannot go on: record what is held (release none of it), then one error event */
+  const fail = (message: string): Effect.Effect<SseStep, AuditWriteError> => {
+    stopped = true
+    return settleAll.pipe(Effect.as({ out: [`: x-vetobench-blocked=${blocked}\n\n`, errorEvent(message)], stop: true }))
+  }
+
+  const step = (out: ReadonlyArray<string>): SseStep => ({ out, stop: false })
+
+  const onData = (data: string): Effect.Effect<SseStep, AuditWriteError> => {
+    if (stopped || done) return Effect.succeed(step([]))
+    // an SSE client dispatches no event without data
+    if (data === "") return Effect.succeed(step([]))
+    if (isDone(data)) {
       done = true
-      return flush.pipe(Effect.map((out) => [...out, `: x-vetobench-blocked=${blocked}\n\n`, frame("[DONE]")]))
+      return settleAll.pipe(Effect.map((out) => ({ out: [...out, `: x-vetobench-blocked=${blocked}\n\n`, frame("[DONE]")], stop: true })))
     }
-    if (buffering === 0 && !data.includes("tool_calls")) {
+    const readable = mayCarryCalls(data)
+    // no parser can find a call here (valid JSON or not): the bytes go on as they came
+    if (!readable && buffering === 0) {
       trackContent(data)
-      return Effect.succeed([frame(data)])
+      return Effect.succeed(step([frame(data)]))
     }
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(data)
-    } catch {
-      return Effect.succeed([frame(data)])
-    }
-    if (!isObject(parsed) || !Array.isArray(parsed.choices)) return Effect.succeed([frame(data)])
-    const { choices: list, ...rest } = parsed
-    envelope = { ...rest }
-    delete envelope.usage
-    let changed = false
+    const parsed = parseJsonText(data, "an event of the upstream stream")
+    if ("problem" in parsed) return readable ? fail(parsed.problem) : Effect.succeed(step([frame(data)]))
+    const value = parsed.value
+    if (!isObject(value)) return readable ? fail("an event of the upstream stream is not a JSON object") : Effect.succeed(step([frame(data)]))
+    const list = value.choices
+    if (list !== undefined && list !== null && !Array.isArray(list)) return fail("an event's choices is not an array")
     const ready: Array<number> = []
-    for (const c of list) {
-      if (!isObject(c)) continue
-      const index = typeof c.index === "number" ? c.index : 0
+    let changed = false
+    const items: ReadonlyArray<unknown> = Array.isArray(list) ? list : []
+    for (let k = 0; k < items.length; k++) {
+      const c = items[k]
+      if (!isObject(c)) return fail(`an event's choices[${k}] is not an object`)
+      if (c.index !== undefined && !isIndex(c.index)) return fail(`an event's choices[${k}].index is not a non-negative integer`)
+      const message = callsIn(c.message, `choices[${k}].message`)
+      if (typeof message === "string" || message.calls.length > 0) return fail(`an event's choices[${k}] carries a message with calls in a stream`)
+      const found = callsIn(c.delta, `choices[${k}].delta`)
+      if (typeof found === "string") return fail(`an event's ${found}`)
+      const index = c.index ?? 0
       const s = state(index)
       const delta = isObject(c.delta) ? c.delta : undefined
       if (delta && typeof delta.content === "string" && !s.hasText) s.hasText = hasText(delta.content)
-      if (delta && Array.isArray(delta.tool_calls)) {
-        if (s.calls.length === 0) buffering++
-        for (const tc of delta.tool_calls) accumulate(s, tc)
+      if (delta && found.calls.length > 0) {
+        if (!holding(s)) buffering++
+        if (Array.isArray(delta.tool_calls)) {
+          for (const tc of delta.tool_calls) {
+            const problem = accumulate(s, tc)
+            if (problem !== null) return fail(`an event's choices[${k}].delta.tool_calls: ${problem}`)
+          }
+        }
+        if (isObject(delta.function_call)) s.fn = merge(s.fn ?? { id: null, type: "function", name: "", arguments: "" }, delta.function_call)
+      }
+      if (delta && (delta.tool_calls !== undefined || delta.function_call !== undefined)) {
         delete delta.tool_calls
+        delete delta.function_call
         changed = true
       }
-      if (s.calls.length > 0 && typeof c.finish_reason === "string") {
+      if (holding(s) && typeof c.finish_reason === "string") {
         s.finish = c.finish_reason
         c.finish_reason = null
         changed = true
@@ -124,12 +195,15 @@ export const makeSseGate = (opts: SseGateOptions) => {
       }
     }
     const out: Array<string> = []
-    if (!changed) out.push(frame(data))
+    if (!changed) out.push(frame(readable ? JSON.stringify(value) : data))
     else {
-      const kept = list.filter((c) => !(isObject(c) && isEmptyChoice(c)))
-      if (kept.length > 0 || parsed.usage !== undefined) out.push(frame(JSON.stringify({ ...parsed, choices: kept })))
+      const kept = items.filter((c) => !(isObject(c) && isEmptyChoice(c)))
+      if (kept.length > 0 || value.usage !== undefined) out.push(frame(JSON.stringify({ ...value, choices: kept })))
     }
-    return Effect.forEach(ready, (i) => settle(i, state(i))).pipe(Effect.map((parts) => [...out, ...parts.flat()]))
+    const { choices: _, ...rest } = value
+    envelope = { ...rest }
+    delete envelope.usage
+    return Effect.forEach(ready, (i) => settle(i, state(i))).pipe(Effect.map((parts) => step([...out, ...parts.flat()])))
   }
 
   /**
@@ -145,7 +219,7 @@ export const makeSseGate = (opts: SseGateOptions) => {
       if (!isObject(parsed) || !Array.isArray(parsed.choices)) return
       for (const c of parsed.choices) {
         if (isObject(c) && isObject(c.delta) && typeof c.delta.content === "string") {
-          const s = state(typeof c.index === "number" ? c.index : 0)
+          const s = state(isIndex(c.index) ? c.index : 0)
           if (!s.hasText) s.hasText = hasText(c.delta.content)
         }
       }
@@ -154,40 +228,46 @@ export const makeSseGate = (opts: SseGateOptions) => {
     }
   }
 
-  /** rule every choice still holding calls (stream ended without a finish_reason) */
-  const flush = Effect.suspend(() =>
-    Effect.forEach(
-      [...choices.entries()].filter(([, s]) => s.calls.length > 0),
-      ([i, s]) => settle(i, s)
-    ).pipe(Effect.map((parts) => parts.flat()))
+  /** the upstream stream ended: without `[DONE]` that is an error, never a made-up finish */
+  const end: Effect.Effect<ReadonlyArray<string>, AuditWriteError> = Effect.suspend(() =>
+    done || stopped ? Effect.succeed([]) : Effect.map(fail("the upstream stream ended before [DONE]"), (s) => s.out)
   )
 
-  const end = Effect.suspend(() =>
-    done ? Effect.succeed<Array<string>>([]) : flush.pipe(Effect.map((out) => [...out, `: x-vetobench-blocked=${blocked}\n\n`]))
-  )
+  /** the stream ends early (the upstream failed, the client left): record what is held, release nothing */
+  const abandon: Effect.Effect<void, AuditWriteError> = Effect.suspend(() => {
+    if (done || stopped) return Effect.void
+    stopped = true
+    return Effect.asVoid(settleAll)
+  })
 
-  return { onData, end, blocked: () => blocked }
+  return { onData, end, abandon, blocked: () => blocked }
 }
 
-const accumulate = (s: ChoiceState, tc: unknown) => {
-  if (!isObject(tc)) return
-  const i = typeof tc.index === "number" ? tc.index : s.calls.length
-  let call = s.calls[i]
-  if (!call) {
-    call = { id: null, type: "function", name: "", arguments: "" }
-    s.calls[i] = call
-  }
-  if (typeof tc.id === "string") call.id = tc.id
-  if (typeof tc.type === "string") call.type = tc.type
-  const fn = isObject(tc.function) ? tc.function : undefined
-  if (fn && typeof fn.name === "string") call.name += fn.name
-  if (fn && typeof fn.arguments === "string") call.arguments += fn.arguments
+/** add one tool-call delta to its call (by `index`); why it cannot be read, or null */
+const accumulate = (s: ChoiceState, tc: unknown): string | null => {
+  if (!isObject(tc)) return "an entry is not an object"
+  if (tc.index !== undefined && !isIndex(tc.index)) return "an entry's index is not a non-negative integer"
+  const i = tc.index ?? s.calls.size
+  s.calls.set(i, merge(s.calls.get(i) ?? { id: null, type: "function", name: "", arguments: "" }, tc.function, tc))
+  return null
+}
+
+const merge = (call: PendingCall, fn: unknown, tc?: Record<string, unknown>): PendingCall => {
+  if (tc !== undefined && typeof tc.id === "string") call.id = tc.id
+  if (tc !== undefined && typeof tc.type === "string") call.type = tc.type
+  if (isObject(fn) && typeof fn.name === "string") call.name += fn.name
+  if (isObject(fn) && typeof fn.arguments === "string") call.arguments += fn.arguments
+  return call
 }
 
 const isEmptyChoice = (c: Record<string, unknown>) =>
   c.finish_reason == null && (!isObject(c.delta) || Object.values(c.delta).every((v) => v == null))
 
-/** Upstream SSE bytes → gated SSE text. Comments and `retry:` lines are dropped. */
+/**
+ * Upstream SSE bytes → gated SSE text. Comments and `retry:` lines are dropped. The stream stops at
+ * `[DONE]` or at an error event; if the upstream fails or the client leaves first, the calls held so
+ * far are still ruled and recorded (and none is released).
+ */
 export const gateSseStream = <E>(
   upstream: Stream.Stream<Uint8Array, E>,
   opts: SseGateOptions
@@ -198,14 +278,31 @@ export const gateSseStream = <E>(
     const parser = Sse.makeParser((ev) => {
       if (ev._tag === "Event") events.push(ev.data)
     })
+    let stop = false
     const body = upstream.pipe(
       Stream.decodeText(),
-      Stream.mapEffect((text) => {
-        parser.feed(text)
-        const batch = events.splice(0)
-        return Effect.forEach(batch, g.onData).pipe(Effect.map((parts) => parts.flat()))
-      }),
-      Stream.flattenIterables
+      Stream.mapEffect((text) =>
+        Effect.gen(function* () {
+          parser.feed(text)
+          const out: Array<string> = []
+          for (const data of events.splice(0)) {
+            const r = yield* g.onData(data)
+            out.push(...r.out)
+            if (r.stop) {
+              stop = true
+              break
+            }
+          }
+          return out
+        })
+      ),
+      Stream.takeUntil(() => stop),
+      Stream.flattenIterables,
+      // an upstream failure: what is held is recorded, then the failure (the route writes its error event)
+      Stream.catchAll((e) => Stream.execute(g.abandon).pipe(Stream.concat(Stream.fail(e))))
     )
-    return Stream.concat(body, Stream.fromIterableEffect(g.end))
+    return Stream.concat(body, Stream.fromIterableEffect(g.end)).pipe(
+      // the client left: the held calls are recorded all the same, by a fiber the interruption does not reach
+      Stream.ensuring(Effect.asVoid(Effect.forkDaemon(Effect.ignore(g.abandon))))
+    )
   })

@@ -10,6 +10,7 @@ import { decided, defaultSettings, Gate, gateLayer, JudgeError, type GateRequest
 import { makeUpstreamSettings } from "../../src/config/settings.js"
 import { staticPlugin } from "../../judges/static.js"
 import { isCallRecord } from "../../src/domain/audit-record.js"
+import { type ChoiceWithCalls, choicesWithCalls, gateChatAnswer } from "../../src/proxy/wire/chat.js"
 
 /** A test judge kind: `decision`, or `fail: "error"`, after `delay_ms`; counts calls in flight. */
 const probe = { inFlight: 0, maxInFlight: 0, calls: 0 }
@@ -146,7 +147,7 @@ describe("Gate", () => {
       expect(probe.calls).toBe(3)
     }))
 
-  it.live("ruleResponse strips blocked calls in place and writes one record per call", () =>
+  it.live("gateChatAnswer strips blocked calls in place and writes one record per call", () =>
     Effect.gen(function* () {
       const response = {
         choices: [
@@ -155,7 +156,10 @@ describe("Gate", () => {
         ]
       }
       const [blocked, recs] = yield* run({}, (g, m) =>
-        Effect.all([g.ruleResponse(request("enforce", "deny"), response), Effect.map(m.records, (rs) => rs.filter(isCallRecord))])
+        Effect.all([
+          gateChatAnswer(g, request("enforce", "deny"), choicesWithCalls(response) as ReadonlyArray<ChoiceWithCalls>, "content"),
+          Effect.map(m.records, (rs) => rs.filter(isCallRecord))
+        ])
       )
       expect(blocked).toBe(2)
       expect(response.choices[0]!.message.tool_calls).toBeNull()

@@ -20,8 +20,7 @@ const blockAll: GateShape = {
         blocked: true,
         refusal: `[call ${i} blocked]`
       }))
-    ),
-  ruleResponse: () => Effect.succeed(0)
+    )
 }
 
 const request = (arm: GateRequest["arm"]): GateRequest => ({
@@ -43,8 +42,8 @@ const refusals = (arm: GateRequest["arm"], events: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const g = makeSseGate({ gate: blockAll, request: request(arm), partial: "content" })
     const out: Array<string> = []
-    for (const e of events) out.push(...(yield* g.onData(e)))
-    out.push(...(yield* g.onData("[DONE]")))
+    for (const e of events) out.push(...(yield* g.onData(e)).out)
+    out.push(...(yield* g.onData("[DONE]")).out)
     const notes = new Map<number, string>()
     for (const frame of out) {
       const data = frame.startsWith("data: ") ? frame.slice(6).trim() : ""
