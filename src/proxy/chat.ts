@@ -15,8 +15,7 @@ import { fromUpstreamError, readAll, readChatBody, relay, withUpstream } from ".
 import { runIdProblem } from "../domain/run-id.js"
 import type { RequestMeta } from "./request-meta.js"
 import { gateSseStream } from "./sse-gate.js"
-import { choicesWithCalls, gateChatAnswer, mayCarryCalls, parseJsonText } from "./wire/chat.js"
-import { isObject } from "../domain/is-object.js"
+import { gateChatText } from "./wire/chat.js"
 
 export class CurrentRequest extends Context.Tag("vetobench/CurrentRequest")<CurrentRequest, RequestMeta>() {}
 
@@ -42,7 +41,6 @@ const gateRequest = (route: Route, meta: RequestMeta, agentModel: string, tools:
 })
 
 const invalidAnswerError = (message: string) => new ProxyError({ code: "upstream_invalid_response", message })
-const invalidAnswer = (message: string) => Effect.fail(invalidAnswerError(message))
 
 const answer = (text: string, blocked: number) =>
   HttpServerResponse.text(text, { contentType: "application/json", headers: { "x-vetobench-blocked": String(blocked) } })
@@ -80,16 +78,10 @@ export const chatCompletions = Effect.gen(function* () {
       if (!stream || res.status >= 300) {
         const text = yield* readAll(res, release)
         if (res.status >= 300 || route.arm === "passthrough") return relay(res.status, res.contentType, text, {})
-        const parsed = parseJsonText(text, "the upstream answer")
-        if ("problem" in parsed) return yield* invalidAnswer(parsed.problem)
-        if (!isObject(parsed.value)) return yield* invalidAnswer("the upstream answer is not a JSON object")
-        // no parser can find a call in these bytes: they go back as they came
-        if (!mayCarryCalls(text)) return answer(text, 0)
-        const choices = choicesWithCalls(parsed.value)
-        if (typeof choices === "string") return yield* invalidAnswer(`the upstream answer's ${choices}`)
-        const blocked = yield* Effect.mapError(gateChatAnswer(gate, request, choices, settings.proxy.partial_refusal), auditFailed)
-        // what the gate read, written once: every client parses exactly this
-        return answer(JSON.stringify(parsed.value), blocked)
+        const gated = yield* gateChatText(gate, request, text, settings.proxy.partial_refusal).pipe(
+          Effect.mapError((e) => (e._tag === "InvalidAnswer" ? invalidAnswerError(e.message) : auditFailed(e)))
+        )
+        return answer(gated.text, gated.blocked)
       }
       const sse = { "cache-control": "no-cache" }
       if (route.arm === "passthrough") {

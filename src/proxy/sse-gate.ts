@@ -50,6 +50,8 @@ export interface SseGateOptions {
   readonly partial: PartialRefusal
   /** the request id, carried by error events */
   readonly requestId?: string
+  /** false: parse every event (the slow path), never pass bytes on as they came; the property tests compare the two */
+  readonly fastPath?: boolean
 }
 
 /** What the gate sends next; `stop` once an error event ended the stream for the client. */
@@ -145,7 +147,7 @@ export const makeSseGate = (opts: SseGateOptions) => {
       done = true
       return settleAll.pipe(Effect.map((out) => ({ out: [...out, `: x-vetobench-blocked=${blocked}\n\n`, frame("[DONE]")], stop: true })))
     }
-    const readable = mayCarryCalls(data)
+    const readable = opts.fastPath === false || mayCarryCalls(data)
     // no parser can find a call here (valid JSON or not): the bytes go on as they came
     if (!readable && buffering === 0) {
       trackContent(data)

@@ -10,7 +10,7 @@
  * re-serialized (one reading for every parser: no duplicate keys, no escapes to read differently),
  * except where {@link mayCarryCalls} proves that no parser can find a call in the upstream's bytes.
  */
-import { Effect } from "effect"
+import { Data, Effect } from "effect"
 import type { AuditWriteError } from "../../../layers/AuditSink.js"
 import { isObject } from "../../domain/is-object.js"
 import { jsonTextDepth, MAX_JSON_DEPTH, tooDeep } from "../../domain/json-depth.js"
@@ -139,3 +139,30 @@ export const gateChatAnswer = (
       }),
     { concurrency: "unbounded" }
   ).pipe(Effect.map((counts) => counts.reduce((a, b) => a + b, 0)))
+
+/** A 200 answer the gate cannot rule on; the route answers 502 `upstream_invalid_response`. */
+export class InvalidAnswer extends Data.TaggedError("InvalidAnswer")<{ readonly message: string }> {}
+
+/**
+ * A logged arm's non-streamed answer: parse it, rule and record its calls, strip the blocked ones.
+ * The text returned is the value the gate read, serialized once, or, when {@link mayCarryCalls} proves
+ * that no parser can find a call in the upstream's bytes (the fast path), those bytes unchanged.
+ * `fastPath: false` always takes the slow path (the property tests compare the two).
+ */
+export const gateChatText = (
+  gate: GateShape,
+  req: GateRequest,
+  text: string,
+  partial: PartialRefusal,
+  options: { readonly fastPath?: boolean } = {}
+): Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer> =>
+  Effect.suspend((): Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer> => {
+    const parsed = parseJsonText(text, "the upstream answer")
+    if ("problem" in parsed) return Effect.fail(new InvalidAnswer({ message: parsed.problem }))
+    const answer = parsed.value
+    if (!isObject(answer)) return Effect.fail(new InvalidAnswer({ message: "the upstream answer is not a JSON object" }))
+    if (options.fastPath !== false && !mayCarryCalls(text)) return Effect.succeed({ text, blocked: 0 })
+    const choices = choicesWithCalls(answer)
+    if (typeof choices === "string") return Effect.fail(new InvalidAnswer({ message: `the upstream answer's ${choices}` }))
+    return Effect.map(gateChatAnswer(gate, req, choices, partial), (blocked) => ({ text: JSON.stringify(answer), blocked }))
+  })
