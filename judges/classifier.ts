@@ -10,7 +10,8 @@
  * Two backends, exactly one configured:
  * - `endpoint: <http(s) URL>` — POST `{ <request_field>: <text> }`; the answer is `{label, score}`
  *   (field names configurable) or HuggingFace text-classification output (`[{label, score}, …]`,
- *   or `[[…]]` for a batch of one).
+ *   or `[[…]]` for a batch of one). Userinfo in the URL is not sent (undici drops it); wherever
+ *   the URL is shown (messages, the verdict's `model`) its credentials are redacted.
  * - `model: <served model>` — a chat model through Upstreams with a system prompt (packaged
  *   `injection_v1`, or a file relative to the repo root) answering `{"label": …, "score": …}`;
  *   a bare number is read as the score.
@@ -36,6 +37,7 @@ import { BooleanLike, decodeSpec, JsonObject, NonEmptyString, NumberLike, Positi
 import { balancedObjects, stripThink } from "./verdict-parse.js"
 import { networkFailure } from "../layers/http-errors.js"
 import { isObject } from "../src/domain/is-object.js"
+import { redactUrl, redactUrlsIn } from "../src/domain/redact-url.js"
 
 // ---------------------------------------------------------------------------------------------
 // config
@@ -368,8 +370,9 @@ const postJson = (
   requestId: string
 ): Effect.Effect<HttpAnswer, JudgeError> => {
   const ms = Math.max(1, Math.round(timeout_s * 1000))
-  const timedOut = () =>
-    new JudgeError({ judge, reason: "timeout", message: `classifier endpoint ${url} did not answer within ${timeout_s}s` })
+  // the endpoint as shown: credentials in it (userinfo, credential query parameters) redacted
+  const where = `classifier endpoint ${redactUrl(url)}`
+  const timedOut = () => new JudgeError({ judge, reason: "timeout", message: `${where} did not answer within ${timeout_s}s` })
   return Effect.async<HttpAnswer, JudgeError>((resume, signal) => {
     request(url, {
       method: "POST",
@@ -385,7 +388,8 @@ const postJson = (
         (e: unknown) => {
           const failure = networkFailure(e)
           if (failure.kind === "timeout") return resume(Effect.fail(timedOut()))
-          const unavailable = (why: string) => resume(Effect.fail(new JudgeError({ judge, reason: "unavailable", message: `classifier endpoint ${url} unavailable: ${why}` })))
+          const unavailable = (why: string) =>
+            resume(Effect.fail(new JudgeError({ judge, reason: "unavailable", message: `${where} unavailable: ${redactUrlsIn(why, [url])}` })))
           switch (failure.kind) {
             case "connect-timeout":
               return unavailable("connect timeout")
@@ -421,7 +425,7 @@ const askEndpoint = (
       return yield* new JudgeError({
         judge: name,
         reason: "unavailable",
-        message: `classifier endpoint returned HTTP ${answer.status}: ${answer.text.slice(0, 200)}`,
+        message: `classifier endpoint returned HTTP ${answer.status}: ${redactUrlsIn(answer.text.slice(0, 200), [b.url])}`,
         raw: answer.text,
         latency_ms
       })
@@ -486,7 +490,7 @@ export const makeClassifierJudge = (upstreams: UpstreamsShape, name: string, con
   const id: JudgeIdentity = {
     judge: name,
     kind: "classifier",
-    model: b._tag === "endpoint" ? b.url : b.model,
+    model: b._tag === "endpoint" ? redactUrl(b.url) : b.model,
     version: classifierVersion(config)
   }
   const rule = (call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict, JudgeError> => {

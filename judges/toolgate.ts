@@ -28,13 +28,15 @@
  * `toolgate_hash` (the record hash, for a hold the approval handle), `toolgate_call_id`,
  * `toolgate_trace_id`, `toolgate_rule`, `toolgate_scope`, `toolgate_decision`, `toolgate_approval`,
  * `toolgate_mode`, `toolgate_http_status` (empty values left out). The gate has no policy version
- * (§3.2), so the verdict's `model` is the gate URL and `version` is `toolgate:<policy>` or
+ * (§3.2), so the verdict's `model` is the gate URL (credentials in it redacted: userinfo and
+ * credential query parameters become `***`) and `version` is `toolgate:<policy>` or
  * `toolgate:unversioned`. Never cached: the gate keeps state and its own record of every call.
  *
  * Not decisions (→ JudgeError, then `fail_policy`): connection errors, timeouts, 400 `bad_request`,
  * 401 `unauthorized`, 503 `operator_token_not_configured`, 404/405 (wrong URL or a gate without
  * `/v1/decide`), 5xx and any answer without a decision. Messages name the status and the gate's
- * error code, never the token.
+ * error code, never the token, and show the URL without credentials. Userinfo in `url`
+ * (`https://user:pass@gate`) is not sent: the pool is made for the URL's origin.
  */
 import { existsSync, readFileSync } from "node:fs"
 import * as path from "node:path"
@@ -43,6 +45,7 @@ import { type Dispatcher, Pool } from "undici"
 import { Settings } from "../src/config/service.js"
 import type { JudgeSpec } from "../src/config/settings.js"
 import type { ToolCallView } from "../src/domain/tool-call.js"
+import { redactUrl, redactUrlsIn } from "../src/domain/redact-url.js"
 import { type Decision, decided, type JudgeIdentity, type Verdict } from "../src/domain/verdict.js"
 import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
@@ -59,7 +62,7 @@ const HttpBase = NonEmptyString.pipe(
   Schema.filter((s) => {
     const t = s.trim()
     const u = URL.canParse(t) ? new URL(t) : undefined
-    if (u === undefined || (u.protocol !== "http:" && u.protocol !== "https:")) return `must be an http(s) URL, got ${JSON.stringify(s)}`
+    if (u === undefined || (u.protocol !== "http:" && u.protocol !== "https:")) return `must be an http(s) URL, got ${JSON.stringify(redactUrl(s))}`
     if (u.search !== "" || u.hash !== "") return "must be a base URL without query or fragment"
     return true
   })
@@ -261,7 +264,8 @@ const compact = (o: Record<string, string | number>): Record<string, string | nu
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== ""))
 
 export const makeToolgateJudge = (name: string, config: ToolgateConfig): Judge => {
-  const id: JudgeIdentity = { judge: name, kind: "toolgate", model: config.url, version: `toolgate:${config.policy ?? "unversioned"}` }
+  const shownUrl = redactUrl(config.url)
+  const id: JudgeIdentity = { judge: name, kind: "toolgate", model: shownUrl, version: `toolgate:${config.policy ?? "unversioned"}` }
   const base = new URL(config.url)
   const basePath = base.pathname.replace(/\/+$/, "")
   const ms = Math.max(1, Math.round(config.timeout_s * 1000))
@@ -274,10 +278,12 @@ export const makeToolgateJudge = (name: string, config: ToolgateConfig): Judge =
     connect: { timeout: ms, rejectUnauthorized: config.verify_tls !== false, ...(config.ca !== null ? { ca: config.ca } : {}) }
   })
 
-  const where = `toolgate ${config.url}`
+  const where = `toolgate ${shownUrl}`
+  /** a message shown to anyone (verdict reason, audit, smoke): no credential of the gate URL in it */
+  const shown = (message: string) => redactUrlsIn(message, [config.url])
 
   const transportError = (e: unknown, latency_ms: number): JudgeError => {
-    const fail = (reason: "timeout" | "unavailable", message: string) => new JudgeError({ judge: name, reason, message, latency_ms })
+    const fail = (reason: "timeout" | "unavailable", message: string) => new JudgeError({ judge: name, reason, message: shown(message), latency_ms })
     const failure = networkFailure(e)
     switch (failure.kind) {
       case "timeout":
@@ -320,7 +326,7 @@ export const makeToolgateJudge = (name: string, config: ToolgateConfig): Judge =
     return new JudgeError({
       judge: name,
       reason: "unavailable",
-      message: `${where}: HTTP ${res.status} ${detail}${hint}`,
+      message: shown(`${where}: HTTP ${res.status} ${detail}${hint}`),
       raw: cut(res.text),
       latency_ms,
       usage: compact({

@@ -10,6 +10,7 @@ import { Settings } from "../src/config/service.js"
 import type { Settings as SettingsShape, UpstreamSettings } from "../src/config/settings.js"
 import { applyModelDefaults } from "../src/domain/normalise.js"
 import { isObject } from "../src/domain/is-object.js"
+import { redactUrl, redactUrlsIn } from "../src/domain/redact-url.js"
 import { networkFailure } from "./http-errors.js"
 
 export class NoRoute extends Data.TaggedError("NoRoute")<{ readonly model: string }> {
@@ -23,7 +24,7 @@ export class UpstreamStatus extends Data.TaggedError("UpstreamStatus")<{
   readonly body: string
 }> {
   override get message() {
-    return `upstream returned HTTP ${this.status}: ${this.body.slice(0, 500)}`
+    return `upstream returned HTTP ${this.status}: ${redactUrlsIn(this.body.slice(0, 500))}`
   }
 }
 export class UpstreamTimeout extends Data.TaggedError("UpstreamTimeout")<{
@@ -39,7 +40,7 @@ export class UpstreamUnavailable extends Data.TaggedError("UpstreamUnavailable")
   readonly reason: string
 }> {
   override get message() {
-    return `upstream '${this.upstream}' unavailable: ${this.reason}`
+    return `upstream '${this.upstream}' unavailable: ${redactUrlsIn(this.reason)}`
   }
 }
 export type TransportError = UpstreamTimeout | UpstreamUnavailable
@@ -94,21 +95,26 @@ interface PoolEntry {
   readonly basePath: string
 }
 
-/** Map an undici/node error to a typed transport error with a message a user can act on. */
+/**
+ * Map an undici/node error to a typed transport error with a message a user can act on. The
+ * upstream's URL is shown without its credentials (userinfo, credential query parameters), and
+ * they are scrubbed from the network error's own message too.
+ */
 export const transportError = (u: UpstreamSettings, e: unknown, timeout_s: number): TransportError => {
   const failure = networkFailure(e)
+  const where = redactUrl(u.base_url)
   switch (failure.kind) {
     case "timeout":
       return new UpstreamTimeout({ upstream: u.name, timeout_s })
     case "tls":
       return new UpstreamUnavailable({
         upstream: u.name,
-        reason: `TLS verification failed (${failure.code}) for ${u.base_url}${failure.untrustedCa ? "; set verify_tls to the CA bundle that signed it" : ""}`
+        reason: `TLS verification failed (${failure.code}) for ${where}${failure.untrustedCa ? "; set verify_tls to the CA bundle that signed it" : ""}`
       })
     case "connect-timeout":
-      return new UpstreamUnavailable({ upstream: u.name, reason: `connect timeout after ${u.connect_timeout_s}s (${u.base_url})` })
+      return new UpstreamUnavailable({ upstream: u.name, reason: `connect timeout after ${u.connect_timeout_s}s (${where})` })
     case "other":
-      return new UpstreamUnavailable({ upstream: u.name, reason: `${failure.code}: ${failure.message} (${u.base_url})` })
+      return new UpstreamUnavailable({ upstream: u.name, reason: `${failure.code}: ${redactUrlsIn(failure.message, [u.base_url])} (${where})` })
   }
 }
 

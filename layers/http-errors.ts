@@ -1,4 +1,5 @@
 /** Reading undici / Node network errors: the first meaningful `code` in the cause chain, TLS failures. */
+import { redactUrlsIn } from "../src/domain/redact-url.js"
 
 /** Certificate problems whose fix is trusting the CA that signed the peer's chain. */
 const UNTRUSTED_CA_CODES: ReadonlySet<string> = new Set([
@@ -29,7 +30,7 @@ export type NetworkFailure =
   | { readonly kind: "connect-timeout" }
   /** the peer's certificate failed verification (see {@link TLS_CODES}); `untrustedCa`: trusting its CA would fix it */
   | { readonly kind: "tls"; readonly code: string; readonly untrustedCa: boolean }
-  /** anything else: the first code along the cause chain ("error" when none) and the error's message */
+  /** anything else: the first code along the cause chain ("error" when none) and the error's message (URL credentials redacted) */
   | { readonly kind: "other"; readonly code: string; readonly message: string }
 
 export const networkFailure = (e: unknown): NetworkFailure => {
@@ -37,5 +38,5 @@ export const networkFailure = (e: unknown): NetworkFailure => {
   if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return { kind: "timeout" }
   if (code === "UND_ERR_CONNECT_TIMEOUT") return { kind: "connect-timeout" }
   if (code !== undefined && TLS_CODES.has(code)) return { kind: "tls", code, untrustedCa: UNTRUSTED_CA_CODES.has(code) }
-  return { kind: "other", code: code ?? "error", message: e instanceof Error ? e.message : String(e) }
+  return { kind: "other", code: code ?? "error", message: redactUrlsIn(e instanceof Error ? e.message : String(e)) }
 }

@@ -1,12 +1,17 @@
-/** Read an audit file, its anchor and a trusted public key, and verify them (see domain/audit-verify). */
-import { existsSync, readFileSync } from "node:fs"
+/**
+ * Read an audit file, its anchor, its writer's lock and a trusted public key, and verify them (see
+ * domain/audit-verify); tell audit files from anchor files among the FILE arguments.
+ */
+import { closeSync, existsSync, openSync, readFileSync, readSync } from "node:fs"
 import * as path from "node:path"
 import { Data, Effect } from "effect"
 import { anchorFileFor } from "../../layers/AuditSink.js"
 import { readShared, verifyChainParallel } from "../../layers/chain-workers.js"
 import { readFailure } from "../../layers/file-errors.js"
-import { verifyAuditChecked, type FileVerification } from "../domain/audit-verify.js"
+import { AUDIT_SCHEMA } from "../domain/audit-record.js"
+import { verifyAuditChecked, type FileVerification, type WriterLock } from "../domain/audit-verify.js"
 import { type CheckpointKey, publicKeyFromPem } from "../domain/checkpoint.js"
+import { isObject } from "../domain/is-object.js"
 
 export class AuditInputError extends Data.TaggedError("AuditInputError")<{ readonly file: string; readonly reason: string }> {
   override get message() {
@@ -44,17 +49,116 @@ export interface FileReport extends FileVerification {
   readonly file: string
   /** the anchor file used, or null */
   readonly anchorFile: string | null
+  /** the writer holding the file when it was verified (its lock file), or null */
+  readonly writer: WriterLock | null
 }
 
-/** Verify one file; the anchor is `anchor` when given, else `<name>.anchor.jsonl` beside it when present. */
+/** `<file>.lock`: where the file's one writer keeps its pid while it holds the file (layers/AuditSink.ts). */
+export const lockFileFor = (file: string): string => `${file}.lock`
+
+/** The writer holding `file` now: its lock file exists (a lock that cannot be read still counts). */
+const writerOf = (file: string): Effect.Effect<WriterLock | null> =>
+  Effect.sync(() => {
+    const lock = lockFileFor(file)
+    if (!existsSync(lock)) return null
+    let pid: number | null = null
+    try {
+      const n = Number(readFileSync(lock, "utf8").trim())
+      pid = Number.isInteger(n) && n > 0 ? n : null
+    } catch {
+      pid = null
+    }
+    return { lock: path.basename(lock), pid }
+  })
+
+/**
+ * Verify one file; the anchor is `anchor` when given, else `<name>.anchor.jsonl` beside it when present.
+ * The file is read before its anchor (a checkpoint written meanwhile covers records already read), and
+ * the lock is looked for before and after both: a writer that closes the file (final checkpoint, then
+ * lock removed) or opens it while they are read is seen.
+ */
 export const verifyFile = (file: string, anchor: string | null, trusted: CheckpointKey | null): Effect.Effect<FileReport, AuditInputError> =>
   Effect.gen(function* () {
+    const writerBefore = yield* writerOf(file)
     const bytes = yield* Effect.tryPromise({ try: () => readShared(file), catch: (e) => readError(file, e) })
     const anchorFile = anchor ?? (existsSync(anchorFileFor(file)) ? anchorFileFor(file) : null)
     const anchorText = anchorFile === null ? null : yield* read(anchorFile)
+    const writer = writerBefore ?? (yield* writerOf(file))
     const hashes: Array<string> = []
     const chain = yield* Effect.promise(() => verifyChainParallel(bytes, hashes))
-    return { ...verifyAuditChecked(path.basename(file), { chain, hashes }, () => linesOf(bytes), anchorText, trusted), file, anchorFile }
+    const verified = verifyAuditChecked(path.basename(file), { chain, hashes }, () => linesOf(bytes), anchorText, trusted, writer)
+    return { ...verified, file, anchorFile, writer }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// FILE arguments: audit files and anchor files (a glob such as `runs/audit/*.jsonl` names both)
+
+const ANCHOR_SUFFIX = ".anchor.jsonl"
+
+/** What one FILE argument is, and what to do with it. */
+export type FileTarget =
+  /** an audit file: verify it */
+  | { readonly _tag: "Audit"; readonly file: string }
+  /** the anchor of an audit file that is also an argument: it is checked with that file */
+  | { readonly _tag: "AnchorOf"; readonly file: string; readonly audit: string }
+  /** an anchor whose audit file does not exist (deleted?): a failure */
+  | { readonly _tag: "Orphan"; readonly file: string; readonly audit: string }
+
+/** The first line of `file` (at most 64 KiB of it), "" when it cannot be read. */
+const firstLine = (file: string): string => {
+  let fd: number | null = null
+  try {
+    fd = openSync(file, "r")
+    const buf = Buffer.alloc(64 * 1024)
+    const n = readSync(fd, buf, 0, buf.length, 0)
+    const text = buf.toString("utf8", 0, n)
+    const nl = text.indexOf("\n")
+    return nl < 0 ? text : text.slice(0, nl)
+  } catch {
+    return ""
+  } finally {
+    if (fd !== null) closeSync(fd)
+  }
+}
+
+/** The file begins with an audit record (a run may be named `<x>.anchor`: its audit file is `<x>.anchor.jsonl`). */
+const holdsRecords = (file: string): boolean => {
+  try {
+    const first: unknown = JSON.parse(firstLine(file))
+    return isObject(first) && first.schema === AUDIT_SCHEMA
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The FILE arguments in order, each as an audit file to verify or an anchor file. An existing
+ * `<name>.anchor.jsonl` that does not begin with an audit record is the anchor of `<name>.jsonl`: it is
+ * checked with that file when that file is an argument too, and stands for it (verified once) when it
+ * is not; an anchor whose audit file does not exist is an {@link FileTarget} `Orphan`.
+ */
+export const fileTargets = (paths: ReadonlyArray<string>): Effect.Effect<Array<FileTarget>> =>
+  Effect.sync(() => {
+    const isAnchor = (p: string) => p.endsWith(ANCHOR_SUFFIX) && existsSync(p) && !holdsRecords(p)
+    const auditOf = (p: string) => p.slice(0, -ANCHOR_SUFFIX.length) + ".jsonl"
+    const listed = new Set(paths.filter((p) => !isAnchor(p)).map((p) => path.resolve(p)))
+    const added = new Set<string>()
+    const targets: Array<FileTarget> = []
+    for (const file of paths) {
+      if (!isAnchor(file)) {
+        targets.push({ _tag: "Audit", file })
+        continue
+      }
+      const audit = auditOf(file)
+      const key = path.resolve(audit)
+      if (listed.has(key)) targets.push({ _tag: "AnchorOf", file, audit })
+      else if (!existsSync(audit)) targets.push({ _tag: "Orphan", file, audit })
+      else if (!added.has(key)) {
+        added.add(key)
+        targets.push({ _tag: "Audit", file: audit })
+      }
+    }
+    return targets
   })
 
 /** One line for a file: status, records, then each check. */

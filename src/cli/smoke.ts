@@ -49,6 +49,7 @@ import {
   shieldLabel
 } from "./smoke/probes.js"
 import { isObject } from "../domain/is-object.js"
+import { redactUrlsIn } from "../domain/redact-url.js"
 
 const list = (name: string, what: string) =>
   Options.text(name).pipe(
@@ -88,6 +89,12 @@ export const experimentModels = (file: string): Effect.Effect<ReadonlyArray<stri
 
 const PASS = (ok: boolean) => (ok ? "PASS" : "FAIL")
 
+/**
+ * Every line smoke prints: any URL in it (an error quoting an upstream's or a judge's URL, a
+ * verdict reason, a model's answer) shown without credentials (userinfo, credential query values).
+ */
+const say = (line: string) => Console.log(redactUrlsIn(line))
+
 /** Run an effect, returning its result as an Either and its wall time in ms. */
 const timed = <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.map(Effect.timed(Effect.either(self)), ([d, r]) => [Duration.toMillis(d), r] as const)
@@ -106,18 +113,18 @@ const servedModels = (settings: Settings, u: UpstreamSettings) =>
       const [took, listing] = yield* timed(ups.listModels)
       const got = Either.isRight(listing) ? (listing.right[u.name] ?? "error: no answer") : "error: no answer"
       if (typeof got === "string") {
-        yield* Console.log(`  ${u.name}: ${got} (${ms(took)})`)
+        yield* say(`  ${u.name}: ${got} (${ms(took)})`)
         return false
       }
-      yield* Console.log(`  ${u.name}: ${pyList(got)} (${ms(took)})`)
+      yield* say(`  ${u.name}: ${pyList(got)} (${ms(took)})`)
       const missing = u.models.filter((m) => !got.includes(m))
-      if (missing.length > 0) yield* Console.log(`  FAIL ${u.name}: configured but not served: ${missing.join(", ")}`)
+      if (missing.length > 0) yield* say(`  FAIL ${u.name}: configured but not served: ${missing.join(", ")}`)
       return missing.length === 0
     })
   )
 
 const servedSection = (settings: Settings): Section =>
-  Console.log("## Served models per upstream").pipe(
+  say("## Served models per upstream").pipe(
     Effect.zipRight(Effect.forEach(settings.upstreams, (u) => servedModels(settings, u)))
   )
 
@@ -126,13 +133,13 @@ const servedSection = (settings: Settings): Section =>
 
 const agentSection = (ups: Upstreams.UpstreamsShape, agents: ReadonlyArray<string>): Section =>
   Effect.gen(function* () {
-    yield* Console.log("\n## Agent tool calling (needs vLLM --enable-auto-tool-choice --tool-call-parser ...)")
-    if (agents.length === 0) yield* Console.log("  (no agents: give --agents or -e)")
+    yield* say("\n## Agent tool calling (needs vLLM --enable-auto-tool-choice --tool-call-parser ...)")
+    if (agents.length === 0) yield* say("  (no agents: give --agents or -e)")
     return yield* Effect.forEach(agents, (model) =>
       Effect.gen(function* () {
         const [took, res] = yield* timed(ups.chat(model, agentPayload()))
         const outcome = Either.isRight(res) ? judgeAgentAnswer(res.right) : { pass: false, detail: errorText(res.left) }
-        yield* Console.log(`  ${PASS(outcome.pass)} ${model} (${ms(took)}): ${outcome.detail}`)
+        yield* say(`  ${PASS(outcome.pass)} ${model} (${ms(took)}): ${outcome.detail}`)
         return outcome.pass
       })
     )
@@ -183,7 +190,7 @@ const probeJudge = (gate: Context.Tag.Service<Gate>, judge: string, spec: JudgeS
 
 const judgeSection = (settings: Settings, judges: ReadonlyArray<string>): Section =>
   Effect.gen(function* () {
-    yield* Console.log("\n## Judges (call-only probes)")
+    yield* say("\n## Judges (call-only probes)")
     const specs: Readonly<Record<string, JudgeSpec>> = { ...BUILTIN_JUDGES, ...settings.judges }
     const noCache: Settings = { ...settings, proxy: { ...settings.proxy, judge_cache: false } }
     return yield* Effect.scoped(
@@ -194,13 +201,13 @@ const judgeSection = (settings: Settings, judges: ReadonlyArray<string>): Sectio
         const results: Array<boolean> = []
         for (const judge of judges) {
           if (built.get(judge) === undefined) {
-            yield* Console.log(`  FAIL ${judge}: not built`)
+            yield* say(`  FAIL ${judge}: not built`)
             results.push(false)
             continue
           }
           const rows = yield* Effect.forEach(JUDGE_PROBES, (p) => probeJudge(gate, judge, specs[judge], p), { concurrency: "unbounded" })
           for (const r of rows) {
-            yield* Console.log(r.line)
+            yield* say(r.line)
             results.push(r.pass)
           }
         }
@@ -208,7 +215,7 @@ const judgeSection = (settings: Settings, judges: ReadonlyArray<string>): Sectio
       })
     ).pipe(
       Effect.catchTags({
-        JudgeConfigError: (e) => Console.log(`  FAIL judges: ${settings.file}: ${e.message}`).pipe(Effect.as([false])),
+        JudgeConfigError: (e) => say(`  FAIL judges: ${settings.file}: ${e.message}`).pipe(Effect.as([false])),
         AuditWriteError: (e) => Effect.die(e)
       })
     )
@@ -219,28 +226,28 @@ const judgeSection = (settings: Settings, judges: ReadonlyArray<string>): Sectio
 
 const shieldSection = (ups: Upstreams.UpstreamsShape, model: string): Section =>
   Effect.gen(function* () {
-    yield* Console.log("\n## ShieldAgent scorer (/v1/completions)")
+    yield* say("\n## ShieldAgent scorer (/v1/completions)")
     const [took, res] = yield* timed(ups.completion(model, { prompt: SHIELD_PROMPT, max_tokens: 10, temperature: 0 }))
     if (Either.isLeft(res)) {
-      yield* Console.log(`  FAIL ${model} (${ms(took)}): ${errorText(res.left)}`)
+      yield* say(`  FAIL ${model} (${ms(took)}): ${errorText(res.left)}`)
       return [false]
     }
     const text = completionText(res.right)
     const pass = text !== undefined && shieldLabel(text) !== -1
-    yield* Console.log(`  ${PASS(pass)} ${model} (${ms(took)}): ${text === undefined ? "no choices[0].text" : pyStr(text)}`)
+    yield* say(`  ${PASS(pass)} ${model} (${ms(took)}): ${text === undefined ? "no choices[0].text" : pyStr(text)}`)
     return [pass]
   })
 
 const aliasSection = (ups: Upstreams.UpstreamsShape, alias: string, target: string): Section =>
   Effect.gen(function* () {
-    yield* Console.log(`\n## Alias ${alias} -> ${target}`)
+    yield* say(`\n## Alias ${alias} -> ${target}`)
     const [took, res] = yield* timed(ups.chat(target, aliasPayload()))
     if (Either.isLeft(res)) {
-      yield* Console.log(`  FAIL ${target} (${ms(took)}): ${errorText(res.left)}`)
+      yield* say(`  FAIL ${target} (${ms(took)}): ${errorText(res.left)}`)
       return [false]
     }
     const content = chatContent(res.right)
-    yield* Console.log(`  PASS ${target} (${ms(took)}): ${content === null ? "None" : pyStr(content)}`)
+    yield* say(`  PASS ${target} (${ms(took)}): ${content === null ? "None" : pyStr(content)}`)
     return [true]
   })
 
@@ -279,8 +286,8 @@ export const smokeCommand = Command.make(
         })
       }
       const { checks, failed } = yield* runSmoke(settings, agentList, judgeList)
-      if (failed === 0) return yield* Console.log("\nSMOKE PASSED")
-      yield* Console.log(`\nSMOKE FAILED (${failed} check${failed === 1 ? "" : "s"} failed)`)
+      if (failed === 0) return yield* say("\nSMOKE PASSED")
+      yield* say(`\nSMOKE FAILED (${failed} check${failed === 1 ? "" : "s"} failed)`)
       return yield* new CliFailure({ message: `smoke: ${failed} of ${checks} checks failed` })
     })
 ).pipe(Command.withDescription("check the endpoints before a run: served models, agent tool calling, judges, scorer, aliases"))

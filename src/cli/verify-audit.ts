@@ -1,34 +1,57 @@
 /**
  * `vetobench verify-audit FILE… [--anchor FILE] [--pubkey FILE] [--json] [--strict]` — one line
  * per file: OK (every check made and passed), PARTIAL (nothing failed, but some checks could not
- * be made: no anchor, no key, records after the last checkpoint), FAIL. Exit 1 on any FAIL (and,
- * with --strict, on any PARTIAL).
+ * be made: without --pubkey, nothing is authenticated; with it, records after the last signed
+ * checkpoint of a file its writer still holds), FAIL (see docs/audit-format.md). Exit codes: 0 when
+ * every file is OK, 1 when one failed (or, with --strict, is PARTIAL), 3 when none failed but one is
+ * PARTIAL, 2 on a usage error. An anchor file among the FILEs (`runs/audit/*.jsonl` names them too)
+ * is checked with its audit file.
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
-import { loadPublicKey, reportLine, verifyFile, type FileReport } from "../audit/verify-files.js"
+import { fileTargets, loadPublicKey, reportLine, verifyFile, type FileReport } from "../audit/verify-files.js"
 import { CliFailure, configOption } from "./options.js"
 
-const files = Args.text({ name: "FILE" }).pipe(Args.atLeast(1), Args.withDescription("audit JSONL files"))
+/** The exit code when no file failed but one was only partially verified (0 is OK only; 1 FAIL; 2 usage). */
+export const PARTIAL_EXIT_CODE = 3
+
+const files = Args.text({ name: "FILE" }).pipe(Args.atLeast(1), Args.withDescription("audit JSONL files (anchor files among them are checked with their audit file)"))
 const anchor = Options.text("anchor").pipe(Options.optional, Options.withDescription("the anchor file (default: <name>.anchor.jsonl beside <name>.jsonl; only with one FILE)"))
-const pubkey = Options.text("pubkey").pipe(Options.optional, Options.withDescription("the signer's public key (PEM) to authenticate checkpoints"))
+const pubkey = Options.text("pubkey").pipe(Options.optional, Options.withDescription("the signer's public key (PEM): every record must be covered by a checkpoint it signed"))
 const json = Options.boolean("json").pipe(Options.withDescription("print the full results as JSON"))
-const strict = Options.boolean("strict").pipe(Options.withDescription("fail when a check could not be made"))
+const strict = Options.boolean("strict").pipe(Options.withDescription("exit 1, not 3, when a file is only partially verified"))
+
+/** A FILE that could not be verified at all (missing, unreadable, an anchor without its audit file). */
+export interface FailedInput {
+  readonly file: string
+  readonly status: "failed"
+  readonly error: string
+}
 
 /** Verify and print; returns the reports (a missing file is a FAIL report, not a crash). */
 export const verifyFiles = (paths: ReadonlyArray<string>, opts: { anchor?: string; pubkey?: string; json?: boolean } = {}) =>
   Effect.gen(function* () {
     const trusted = opts.pubkey === undefined ? null : yield* loadPublicKey(opts.pubkey).pipe(Effect.mapError((e) => new CliFailure({ message: e.message })))
-    const reports: Array<FileReport | { readonly file: string; readonly status: "failed"; readonly error: string }> = []
-    for (const file of paths) {
-      const r = yield* Effect.either(verifyFile(file, opts.anchor ?? null, trusted))
+    const reports: Array<FileReport | FailedInput> = []
+    const failed = (file: string, error: string) =>
+      Effect.suspend(() => {
+        reports.push({ file, status: "failed", error })
+        return opts.json ? Effect.void : Console.log(`FAIL    ${file}: ${error}`)
+      })
+    for (const target of yield* fileTargets(paths)) {
+      if (target._tag === "AnchorOf") {
+        if (!opts.json) yield* Console.log(`ANCHOR  ${target.file}: the checkpoints of ${target.audit}, checked with it`)
+        continue
+      }
+      if (target._tag === "Orphan") {
+        yield* failed(target.file, `an anchor file whose audit file ${target.audit} does not exist (deleted?)`)
+        continue
+      }
+      const r = yield* Effect.either(verifyFile(target.file, opts.anchor ?? null, trusted))
       if (r._tag === "Right") {
         reports.push(r.right)
         if (!opts.json) yield* Console.log(reportLine(r.right))
-      } else {
-        reports.push({ file, status: "failed", error: r.left.reason })
-        if (!opts.json) yield* Console.log(`FAIL    ${file}: ${r.left.reason}`)
-      }
+      } else yield* failed(target.file, r.left.reason)
     }
     if (opts.json) yield* Console.log(JSON.stringify(reports, null, 2))
     return reports
@@ -49,7 +72,13 @@ export const verifyAuditCommand = Command.make(
       })
       const failed = reports.filter((r) => r.status === "failed").length
       const partial = reports.filter((r) => r.status === "partial").length
-      if (failed > 0) return yield* new CliFailure({ message: `${failed} of ${files.length} audit file(s) failed verification` })
-      if (strict && partial > 0) return yield* new CliFailure({ message: `${partial} of ${files.length} audit file(s) could not be fully verified (--strict)` })
+      if (failed > 0) return yield* new CliFailure({ message: `${failed} of ${reports.length} audit file(s) failed verification` })
+      if (partial > 0) {
+        const what = `${partial} of ${reports.length} audit file(s) could not be fully verified`
+        if (strict) return yield* new CliFailure({ message: `${what} (--strict)` })
+        yield* Console.error(`vetobench: ${what} (PARTIAL: exit ${PARTIAL_EXIT_CODE})`)
+        // the one exit code besides main's: no failure, but not OK either
+        yield* Effect.sync(() => void (process.exitCode = PARTIAL_EXIT_CODE))
+      }
     })
-).pipe(Command.withDescription("verify audit files: hash chain, anchor checkpoints, signatures (no settings needed)"))
+).pipe(Command.withDescription("verify audit files: hash chain, anchor checkpoints, signatures (no settings needed); exit 0 OK, 1 FAIL, 3 PARTIAL"))

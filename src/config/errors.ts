@@ -1,7 +1,10 @@
 /**
- * The one error of the config domain: which file, which key path, what is wrong.
+ * The one error of the config domain: which file, which key path, what is wrong. The message
+ * never shows a URL's credentials (a reason quoting a `base_url` such as
+ * `https://user:pass@host/v1` shows `https://***@host/v1`).
  */
 import { Data } from "effect"
+import { redactUrlsIn } from "../domain/redact-url.js"
 
 export class ConfigError extends Data.TaggedError("ConfigError")<{
   /** the file as the user named it, or a label such as "(built-in)" */
@@ -11,6 +14,7 @@ export class ConfigError extends Data.TaggedError("ConfigError")<{
   readonly reason: string
 }> {
   override get message(): string {
-    return this.path === "" ? `${this.file}: ${this.reason}` : `${this.file}: ${this.path}: ${this.reason}`
+    const reason = redactUrlsIn(this.reason)
+    return this.path === "" ? `${this.file}: ${reason}` : `${this.file}: ${this.path}: ${reason}`
   }
 }

@@ -16,6 +16,7 @@ import { Data, Effect, Either } from "effect"
 import * as path from "node:path"
 import { BUILTIN_JUDGES } from "../../judges/static.js"
 import { ARMS, type Arm, formatRoute, makeRoute, parseRoute, RouteError } from "../domain/route.js"
+import { redactUrl } from "../domain/redact-url.js"
 import * as D from "./decode.js"
 import type { ConfigError } from "./errors.js"
 import { type Env, expandEnv } from "./expand.js"
@@ -201,7 +202,7 @@ const httpUrl: D.Decoder<string> = (n) =>
     const url = URL.canParse(s.trim()) ? new URL(s.trim()) : undefined
     return url !== undefined && (url.protocol === "http:" || url.protocol === "https:")
       ? Either.right(s.trim().replace(/\/+$/, ""))
-      : n.fail(`expected an http(s) URL, got ${JSON.stringify(s)}`)
+      : n.fail(`expected an http(s) URL, got ${JSON.stringify(redactUrl(s))}`)
   })
 
 /** A list of distinct items (by `key`), each checked by `item`. */

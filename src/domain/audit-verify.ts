@@ -2,8 +2,19 @@
  * Full verification of one audit file (pure): the hash chain, the anchor's checkpoints (truncation
  * and rewrites), and the checkpoints' signatures. A check that cannot be made is reported as such,
  * never as success.
+ *
+ * With a trusted key the promise is coverage: every record is covered by a checkpoint signed by that
+ * key. A checkpoint can be deleted from the anchor without a trace, so records after the last
+ * checkpoint are only excusable while the file is being written: the writer checkpoints every record
+ * when it closes the file. Hence, with a trusted key:
+ * - a file with records and no checkpoint (no anchor, or an empty one) fails: nothing signed covers it;
+ * - records after the last checkpoint fail when no writer holds the file (its `<file>.lock`: the caller
+ *   says, {@link WriterLock}), and are "not checked" (partial) while one does.
+ * Without a trusted key nothing is authenticated: the result is partial at best, and every gap in
+ * coverage is "not checked".
  */
 import { verifyChain, type VerifyResult } from "./chain-verify.js"
+import { duplicateKey } from "./canonical-line.js"
 import { ANCHOR_SCHEMA, type Checkpoint, type CheckpointKey, signatureValid } from "./checkpoint.js"
 import { isObject } from "./is-object.js"
 
@@ -12,6 +23,15 @@ export type CheckStatus = "ok" | "failed" | "not-checked"
 export interface Check {
   readonly status: CheckStatus
   readonly message: string
+}
+
+/**
+ * A writer holds the file now: its lock file (`<file>.lock`, name only) exists, holding `pid` (null when
+ * it holds no pid). Read by the caller; pass null when there is none.
+ */
+export interface WriterLock {
+  readonly lock: string
+  readonly pid: number | null
 }
 
 export interface FileVerification {
@@ -66,13 +86,34 @@ const parseAnchor = (text: string): Array<Checkpoint> | string => {
     if (!isObject(c) || c.schema !== ANCHOR_SCHEMA || typeof c.seq !== "number" || typeof c.head !== "string") {
       return `checkpoint ${i + 1}: not a ${ANCHOR_SCHEMA} checkpoint`
     }
+    const dup = duplicateKey(line)
+    if (dup !== null) return `checkpoint ${i + 1}: duplicate key ${JSON.stringify(dup)} (refused: JSON readers disagree on which value counts)`
     out.push(c as unknown as Checkpoint)
   }
   return out
 }
 
-const checkAnchor = (fileName: string, hashes: ReadonlyArray<string>, checkpoints: ReadonlyArray<Checkpoint>): Check => {
-  if (checkpoints.length === 0) return { status: "not-checked", message: "the anchor holds no checkpoint" }
+/** How the records after the last checkpoint (or all of them, without one) are judged. */
+interface Coverage {
+  /** a trusted key was given: every record must be covered by a signed checkpoint */
+  readonly required: boolean
+  readonly writer: WriterLock | null
+}
+
+const recordsText = (from: number, to: number): string => (from === to ? `record ${from}` : `records ${from}–${to}`)
+
+const writerText = (w: WriterLock): string => `a writer holds the file (${w.lock}${w.pid === null ? "" : `, pid ${w.pid}`})`
+
+/** The file has records and no checkpoint: failed when coverage is required, else not checked. */
+const uncheckpointed = (records: number, why: string, coverage: Coverage): Check =>
+  records === 0
+    ? { status: "not-checked", message: `${why}, and no record` }
+    : coverage.required
+      ? { status: "failed", message: `${why}: none of the ${records} records is covered by a signed checkpoint` }
+      : { status: "not-checked", message: `${why}: a truncated tail cannot be detected` }
+
+const checkAnchor = (fileName: string, hashes: ReadonlyArray<string>, checkpoints: ReadonlyArray<Checkpoint>, coverage: Coverage): Check => {
+  if (checkpoints.length === 0) return uncheckpointed(hashes.length, "the anchor holds no checkpoint", coverage)
   let last = 0
   for (const [i, c] of checkpoints.entries()) {
     const n = i + 1
@@ -88,12 +129,26 @@ const checkAnchor = (fileName: string, hashes: ReadonlyArray<string>, checkpoint
     last = c.seq
   }
   const uncovered = hashes.length - last
-  return uncovered === 0
-    ? { status: "ok", message: `${checkpoints.length} checkpoint(s) cover all records` }
-    : { status: "not-checked", message: `${checkpoints.length} checkpoint(s) cover records 1–${last}; ${uncovered} later record(s) not yet covered` }
+  if (uncovered === 0) return { status: "ok", message: `${checkpoints.length} checkpoint(s) cover all records` }
+  const covered = `${checkpoints.length} checkpoint(s) cover records 1–${last}`
+  const tail = recordsText(last + 1, hashes.length)
+  if (coverage.writer !== null) {
+    return { status: "not-checked", message: `${covered}; ${tail} not covered yet: ${writerText(coverage.writer)}` }
+  }
+  return coverage.required
+    ? {
+        status: "failed",
+        message:
+          `${covered}; ${tail} not covered by a signed checkpoint, and no writer holds the file (closing it checkpoints every record): ` +
+          `checkpoints were removed, or the writer stopped without closing the file`
+      }
+    : { status: "not-checked", message: `${covered}; ${uncovered} later record(s) not yet covered` }
 }
 
-const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: CheckpointKey | null): Check => {
+const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: CheckpointKey | null, records: number): Check => {
+  if (checkpoints.length === 0) {
+    return { status: trusted === null || records === 0 ? "not-checked" : "failed", message: `no checkpoint: nothing signed${trusted === null ? "" : ` by ${trusted.key_id}`}` }
+  }
   if (checkpoints.every((c) => c.sig === null)) {
     return { status: trusted === null ? "not-checked" : "failed", message: "checkpoints are unsigned" }
   }
@@ -114,12 +169,18 @@ const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: Checkp
 
 /**
  * Verify `text` (the audit file) against `anchorText` (its `.anchor.jsonl`, or null when there is
- * none) and, when given, the trusted public key.
+ * none) and, when given, the trusted public key; `writer` says whether a writer holds the file now.
  */
-export const verifyAudit = (fileName: string, text: string, anchorText: string | null, trusted: CheckpointKey | null): FileVerification => {
+export const verifyAudit = (
+  fileName: string,
+  text: string,
+  anchorText: string | null,
+  trusted: CheckpointKey | null,
+  writer: WriterLock | null = null
+): FileVerification => {
   const hashes: Array<string> = []
   const chain = verifyChain(text, hashes)
-  return verifyAuditChecked(fileName, { chain, hashes }, () => text.split("\n"), anchorText, trusted)
+  return verifyAuditChecked(fileName, { chain, hashes }, () => text.split("\n"), anchorText, trusted, writer)
 }
 
 /**
@@ -131,23 +192,25 @@ export const verifyAuditChecked = (
   checked: ChainCheck,
   lines: () => ReadonlyArray<string>,
   anchorText: string | null,
-  trusted: CheckpointKey | null
+  trusted: CheckpointKey | null,
+  writer: WriterLock | null = null
 ): FileVerification => {
   const chain = checked.chain
   const hashes = allHashes(checked, lines)
+  const coverage: Coverage = { required: trusted !== null, writer }
   let anchor: Check
   let signatures: Check
   if (anchorText === null) {
-    anchor = { status: "not-checked", message: "no anchor file: a truncated tail cannot be detected" }
-    signatures = { status: trusted === null ? "not-checked" : "failed", message: "no anchor file: nothing signed to check" }
+    anchor = uncheckpointed(hashes.length, "no anchor file", coverage)
+    signatures = { status: trusted === null || hashes.length === 0 ? "not-checked" : "failed", message: "no anchor file: nothing signed to check" }
   } else {
     const parsed = parseAnchor(anchorText)
     if (typeof parsed === "string") {
       anchor = { status: "failed", message: parsed }
       signatures = { status: "not-checked", message: "anchor unreadable" }
     } else {
-      anchor = checkAnchor(fileName, hashes, parsed)
-      signatures = parsed.length === 0 ? { status: "not-checked", message: "no checkpoint" } : checkSignatures(parsed, trusted)
+      anchor = checkAnchor(fileName, hashes, parsed, coverage)
+      signatures = checkSignatures(parsed, trusted, hashes.length)
     }
   }
   const checks = [chain.ok ? "ok" : "failed", anchor.status, signatures.status]

@@ -13,6 +13,11 @@
  * would not write, keys with escapes, deep nesting) gives null, and the caller takes the general
  * path (decode, parse, canonicalize). The reader is conservative, never approximate: when it
  * answers, the answer is the one the general path would give.
+ *
+ * A line with a duplicate key (in any object) is refused everywhere, not only here: JSON parsers
+ * disagree on which of the values counts (`JSON.parse` keeps the last, others the first or fail),
+ * so the record a reader sees need not be the record that was hashed. The general path asks
+ * {@link duplicateKey} and fails such a line, naming the key.
  */
 
 /** Nesting deeper than this is left to the general path (which has its own limit). */
@@ -252,3 +257,51 @@ export const readCanonicalRecordLine = (bytes: Buffer, start: number, end: numbe
 
 /** The bytes `[from, to)` as a string (the line is ASCII where the reader answered). */
 export const asciiSlice = (bytes: Buffer, from: number, to: number): string => (from < 0 ? "" : bytes.toString("latin1", from, to))
+
+/**
+ * The first key that occurs twice in one object of the JSON text `text` (at any depth), decoded
+ * (`"\u0062locked"` is `blocked`), or null when every object's keys are distinct. `text` must be valid
+ * JSON (parse it first): the scan only follows its strings and brackets.
+ */
+export const duplicateKey = (text: string): string | null => {
+  // one entry per open object or array: the object's keys so far, or null for an array
+  const open: Array<Set<string> | null> = []
+  // the next string in the innermost object is a key (after "{" or ",")
+  let expectKey = false
+  const n = text.length
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      let j = i + 1
+      let escaped = false
+      for (;;) {
+        const d = text.charCodeAt(j)
+        if (d === 0x22 || Number.isNaN(d)) break
+        if (d === 0x5c) {
+          escaped = true
+          j += 2
+        } else j++
+      }
+      const keys = open.length > 0 ? open[open.length - 1]! : null
+      if (expectKey && keys !== null) {
+        const key = escaped ? (JSON.parse(text.slice(i, j + 1)) as string) : text.slice(i + 1, j)
+        if (keys.has(key)) return key
+        keys.add(key)
+        expectKey = false
+      }
+      i = j
+    } else if (c === 0x7b) {
+      open.push(new Set())
+      expectKey = true
+    } else if (c === 0x5b) {
+      open.push(null)
+      expectKey = false
+    } else if (c === 0x7d || c === 0x5d) {
+      open.pop()
+      expectKey = false
+    } else if (c === 0x2c) {
+      expectKey = open.length > 0 && open[open.length - 1] !== null
+    }
+  }
+  return null
+}

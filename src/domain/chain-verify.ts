@@ -12,7 +12,7 @@
 import { recordHash, sha256Hex } from "./audit-chain.js"
 import { GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import { canonicalizeObjectText } from "./canonical-json.js"
-import { asciiSlice, readCanonicalRecordLine } from "./canonical-line.js"
+import { asciiSlice, duplicateKey, readCanonicalRecordLine } from "./canonical-line.js"
 import { isObject } from "./is-object.js"
 
 export interface VerifyResult {
@@ -69,8 +69,12 @@ const verifiedHash = (line: string, n: number, prev: string): string | null => {
   return hashText === '"' + hash + '"' ? hash : null
 }
 
-/** A record line's text checked at position `n` after `prev`: its hash, or why it fails. */
-const checkLine = (line: string, n: number, prev: string): { readonly hash: string } | string => {
+/**
+ * A record line's text (line `lineNo` of the file, 1-based, blank lines counted) checked at position `n`
+ * after `prev`: its hash, or why it fails. A line with a duplicate key is refused: which of its values
+ * counts depends on the reader (`JSON.parse` keeps the last), so what it shows need not be what was hashed.
+ */
+const checkLine = (line: string, n: number, prev: string, lineNo: number): { readonly hash: string } | string => {
   const fast = verifiedHash(line, n, prev)
   if (fast !== null) return { hash: fast }
   let rec: unknown
@@ -80,6 +84,8 @@ const checkLine = (line: string, n: number, prev: string): { readonly hash: stri
     return "not valid JSON"
   }
   if (!isObject(rec)) return "not a JSON object"
+  const dup = duplicateKey(line)
+  if (dup !== null) return `duplicate key ${JSON.stringify(dup)} at line ${lineNo} (refused: JSON readers disagree on which value counts)`
   return checkRecord(rec, n, prev) ?? { hash: rec.hash as string }
 }
 
@@ -194,12 +200,15 @@ export const scanLines = (bytes: Buffer, from: number, to: number): LineTable =>
  */
 export const linkLines = (bytes: Buffer, tables: ReadonlyArray<LineTable>, hashes: Array<string> | null): VerifyResult => {
   let n = 0
+  // the file's line number (blank lines counted), for messages
+  let lineNo = 0
   // the previous record's hash: as 64 hex bytes of the file at `prevHashAt`, or as a string
   let prevHashAt = -1
   let prevText: string | null = GENESIS_HASH
   const prevHash = (): string => prevText ?? (prevText = asciiSlice(bytes, prevHashAt, prevHashAt + 64))
   for (const t of tables) {
     for (let i = 0; i < t.count; i++) {
+      lineNo++
       const kind = t.kind[i]!
       if (kind === LINE_BLANK) continue
       n++
@@ -214,7 +223,7 @@ export const linkLines = (bytes: Buffer, tables: ReadonlyArray<LineTable>, hashe
           continue
         }
       }
-      const checked = checkLine(bytes.toString("utf8", t.start[i]!, t.end[i]!), n, prevHash())
+      const checked = checkLine(bytes.toString("utf8", t.start[i]!, t.end[i]!), n, prevHash(), lineNo)
       if (typeof checked === "string") return failAt(n, checked)
       prevText = checked.hash
       prevHashAt = -1
@@ -254,10 +263,10 @@ const verifyChainLines = (text: string, hashes: Array<string> | null): VerifyRes
   const tail = lines.pop() ?? ""
   let prev = GENESIS_HASH
   let n = 0
-  for (const line of lines) {
+  for (const [i, line] of lines.entries()) {
     if (line.charCodeAt(0) !== 123 && line.trim() === "") continue
     n++
-    const checked = checkLine(line, n, prev)
+    const checked = checkLine(line, n, prev, i + 1)
     if (typeof checked === "string") return failAt(n, checked)
     prev = checked.hash
     hashes?.push(prev)

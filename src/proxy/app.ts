@@ -8,6 +8,7 @@ import { VERSION } from "../version.js"
 import { chatCompletions, CurrentRequest } from "./chat.js"
 import { completions } from "./completions.js"
 import { defectMessage } from "../gate/Gate.js"
+import { redactUrlsIn } from "../domain/redact-url.js"
 import { errorBody, errorResponse, ProxyError } from "./errors.js"
 import { holdRoutes } from "./holds-api.js"
 import { requestIdOf, requestMeta } from "./request-meta.js"
@@ -54,7 +55,7 @@ export const app = Effect.gen(function* () {
     }),
     // a defect is a bug of ours: a JSON 500 with the request id, and one log line to find it by
     Effect.catchAllDefect((d) =>
-      Effect.logError(`internal error in ${req.method} ${req.url.split("?")[0] ?? ""}: ${defectMessage(Cause.die(d))}`).pipe(
+      Effect.logError(`internal error in ${req.method} ${req.url.split("?")[0] ?? ""}: ${redactUrlsIn(defectMessage(Cause.die(d)))}`).pipe(
         Effect.annotateLogs({ request_id: requestId }),
         Effect.as(
           HttpServerResponse.text(errorBody("internal_error", `internal error (request ${requestId}); the proxy's log has the details`, requestId), {

@@ -1,7 +1,8 @@
 /**
  * The hold API (hold_policy wait): `GET /v1/holds` lists pending held calls, `POST /v1/holds/{id}`
  * with `{approved, approver, note?}` decides one. Protected by `proxy.operator_token` (a bearer
- * token, compared in constant time); without a token configured the API answers 503.
+ * token, compared in constant time; the `Bearer` scheme in any case); without a token configured
+ * the API answers 503.
  */
 import { timingSafeEqual } from "node:crypto"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
@@ -17,6 +18,15 @@ const sameToken = (given: string, expected: string) => {
   return a.length === b.length && timingSafeEqual(a, b)
 }
 
+/** `Bearer <token>`: the scheme in any case (RFC 7235), then one or more spaces */
+const BEARER = /^bearer +(.*)$/i
+
+/** The token of a bearer `Authorization` header; null for any other scheme. */
+export const bearerToken = (authorization: string): string | null => {
+  const m = BEARER.exec(authorization)
+  return m === null ? null : (m[1] ?? "").trim()
+}
+
 /** 503 when no operator token is configured, 401 without the right `Authorization: Bearer …`. */
 const operator = Effect.gen(function* () {
   const settings = yield* Settings
@@ -25,8 +35,8 @@ const operator = Effect.gen(function* () {
   if (token === null) {
     return yield* new ProxyError({ code: "operator_token_not_configured", message: "the hold API needs proxy.operator_token set" })
   }
-  const auth = req.headers["authorization"] ?? ""
-  if (!auth.startsWith("Bearer ") || !sameToken(auth.slice(7).trim(), Redacted.value(token).trim())) {
+  const given = bearerToken(req.headers["authorization"] ?? "")
+  if (given === null || !sameToken(given, Redacted.value(token).trim())) {
     return yield* new ProxyError({ code: "unauthorized", message: "operator credential required (Authorization: Bearer <proxy.operator_token>)" })
   }
 })

@@ -1,11 +1,13 @@
 /**
  * Write the three report files into the run directory: `report.md`, `summary.json` (strict JSON,
  * indent 1) and `report.html`. Each file is written to a temporary name and renamed, so a reader
- * never sees half a report; the run directory is created if needed.
+ * never sees half a report; the run directory is created if needed. The summary's notes (which
+ * may quote an error message) are written with URL credentials redacted.
  */
 import { Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { redactUrlsIn } from "../domain/redact-url.js"
 import type { Summary } from "../scoring/summary-types.js"
 import { renderHtml } from "./html.js"
 import { strictJson } from "./json.js"
@@ -49,8 +51,9 @@ const writeAtomic = (file: string, text: string): Effect.Effect<void, ReportWrit
 export const writeReport = (summary: Summary, runDir: string): Effect.Effect<ReportFiles, ReportWriteError> =>
   Effect.gen(function*() {
     const files = reportFiles(runDir)
-    yield* writeAtomic(files.markdown, renderMarkdown(summary))
-    yield* writeAtomic(files.json, strictJson(summary))
-    yield* writeAtomic(files.html, renderHtml(summary))
+    const shown: Summary = { ...summary, notes: summary.notes.map((n) => redactUrlsIn(n)) }
+    yield* writeAtomic(files.markdown, renderMarkdown(shown))
+    yield* writeAtomic(files.json, strictJson(shown))
+    yield* writeAtomic(files.html, renderHtml(shown))
     return files
   })

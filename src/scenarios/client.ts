@@ -6,6 +6,7 @@
 import { isObject } from "../domain/is-object.js"
 import { Data, Duration, Effect } from "effect"
 import { type Usage, ZERO_USAGE } from "./trajectory.js"
+import { redactUrl, redactUrlsIn } from "../domain/redact-url.js"
 
 export class ChatError extends Data.TaggedError("ChatError")<{ readonly message: string }> {}
 
@@ -89,7 +90,7 @@ export const makeChat = (opts: ClientOptions): ChatFn => {
         })
         return parseReply(res.status, await res.text(), res.headers.get("x-vetobench-blocked"))
       },
-      catch: (e): Attempt => ({ _tag: "retry", reason: `cannot reach ${url}: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}` })
+      catch: (e): Attempt => ({ _tag: "retry", reason: redactUrlsIn(`cannot reach ${redactUrl(url)}: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`, [url]) })
     }).pipe(Effect.merge)
   return (req) =>
     Effect.gen(function*() {

@@ -7,6 +7,7 @@ import * as path from "node:path"
 import { classifyFailures, type FailureClass } from "./outcome.js"
 import { resolveFrom, type RunHeader, type SummaryLine, type TrialLine, type Variant, type VariantSummary } from "./runfile.js"
 import { showCall } from "./trajectory.js"
+import { redactUrl } from "../domain/redact-url.js"
 
 /** A path as a person at the terminal reads it: relative to the working directory when under it, else absolute. */
 export const displayPath = (abs: string): string => {
@@ -64,7 +65,7 @@ export const headerLines = (h: RunHeader, runFile: string): Array<string> => {
   const dir = path.dirname(runFile)
   const prompt = (p: RunHeader["prompt"]) => `${displayPath(resolveFrom(dir, p.path))}${p.version === null ? "" : ` (${p.version})`} sha256 ${p.sha256.slice(0, 12)}…`
   return [
-    `${h.live ? "scenario run" : "scenario REPLAY (offline re-check; cannot be approved)"} ${h.run_id} — model ${h.model}${h.proxy_url === null ? "" : ` via ${h.proxy_url}`}`,
+    `${h.live ? "scenario run" : "scenario REPLAY (offline re-check; cannot be approved)"} ${h.run_id} — model ${h.model}${h.proxy_url === null ? "" : ` via ${redactUrl(h.proxy_url)}`}`,
     `  ${h.baseline === null ? "prompt   " : "candidate"} ${prompt(h.prompt)}`,
     ...(h.baseline === null ? [] : [`  baseline  ${prompt(h.baseline)}`]),
     `  run file  ${displayPath(runFile)}`

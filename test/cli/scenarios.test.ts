@@ -91,7 +91,7 @@ describe("vetobench scenarios", () => {
         expect(approved.stdout).toMatch(/^APPROVED .* by alice at /)
         expect(approved.stdout).toMatch(/ {2}prompt {4}.*support-v2\.txt sha256 [0-9a-f]{64}/)
         const approvals = path.join(suite.runs, "approvals.jsonl")
-        expect(runCli(["verify-audit", approvals]).code).toBe(0)
+        expect(runCli(["verify-audit", approvals]).code).toBe(3) // unsigned: PARTIAL
         const ok = yield* cli(["scenarios", "verify", "--approvals", approvals])
         expect(ok.code).toBe(0)
         expect(ok.stdout).toContain("VERIFIED")

@@ -149,6 +149,47 @@ describe("vetobench smoke", () => {
     expect(r.stdout).toContain("SMOKE FAILED (1 check failed)")
   })
 
+  it("credentials in an upstream's base_url or a judge's URL never reach the output", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "vetobench-smoke-"))
+    const file = path.join(dir, "s.yaml")
+    writeFileSync(
+      file,
+      [
+        "upstreams:",
+        "  - name: dead",
+        "    base_url: http://user:secretpass@127.0.0.1:1/v1?api_key=k3y-secretpass",
+        "    models: [m]",
+        "aliases:",
+        "  a: m",
+        "judges:",
+        "  cls: { kind: classifier, endpoint: 'http://user:secretpass@127.0.0.1:1/classify' }",
+        "  tg: { kind: toolgate, url: 'http://user:secretpass@127.0.0.1:1', mode: tools }",
+        "  slm: { kind: llm_json, model: m }",
+        "scoring:",
+        "  shieldagent_model: m",
+        ""
+      ].join("\n")
+    )
+    const r = smoke(dir, ["-c", file, "--agents", "m", "--judges", "cls,tg,slm"])
+    expect(r.code).toBe(1)
+    const out = r.stdout + r.stderr
+    expect(out).not.toContain("secretpass")
+    expect(out).not.toContain("user:")
+    // where it tried is still shown
+    expect(r.stdout).toMatch(/^ {2}dead: error: .*\(http:\/\/\*\*\*@127\.0\.0\.1:1\/v1\?api_key=\*\*\*\) \(\d+ ms\)$/m)
+    expect(r.stdout).toMatch(/^ {2}FAIL cls \/ benign: error: classifier endpoint http:\/\/\*\*\*@127\.0\.0\.1:1\/classify unavailable/m)
+    expect(r.stdout).toMatch(/^ {2}FAIL tg \/ benign: error: toolgate http:\/\/\*\*\*@127\.0\.0\.1:1: unreachable/m)
+    expect(r.stdout).toMatch(/^ {2}FAIL m \(\d+ ms\): UpstreamUnavailable: .*http:\/\/\*\*\*@127\.0\.0\.1:1/m)
+
+    // a base_url the settings reject is quoted without its credentials
+    writeFileSync(file, "upstreams:\n  - name: bad\n    base_url: ftp://user:secretpass@127.0.0.1/v1\n")
+    const bad = smoke(dir, ["-c", file])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain("upstreams[0].base_url")
+    expect(bad.stderr).toContain("ftp://***@127.0.0.1/v1")
+    expect(bad.stdout + bad.stderr).not.toContain("secretpass")
+  })
+
   it("--judges limits the judge section (repeatable and comma lists)", () => {
     const dir = repo()
     const judges = section(smoke(dir, ["--judges", "small"]).stdout, "Judges (call-only probes)")

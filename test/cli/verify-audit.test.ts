@@ -1,7 +1,8 @@
 /**
  * `vetobench verify-audit` as users run it, over the tamper matrix of the audit-v2 issue: edit,
  * delete, insert, reorder, truncated tail (with and without the anchor), forged checkpoint, swapped
- * public key, and the checks that could not be made.
+ * public key, and the checks that could not be made (PARTIAL, exit 3). Forgeries that keep the chain
+ * intact are in verify-forgery.test.ts.
  */
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -71,14 +72,14 @@ describe("verify-audit: the tamper matrix", () => {
     expect(r.stdout).toMatch(message)
   })
 
-  it("a truncated tail is detected with the anchor, and reported as unverifiable without it", () => {
+  it("a truncated tail is detected with the anchor, and reported as unverifiable without it (PARTIAL: exit 3, 1 with --strict)", () => {
     const file = tampered((log) => void log.splice(6))
     const withAnchor = verify(file)
     expect(withAnchor.code).toBe(1)
     expect(withAnchor.stdout).toMatch(/chain ok; anchor FAILED: truncated: checkpoint 1 covers 8 records but the file has 6/)
     rmSync(file.replace(/\.jsonl$/, ".anchor.jsonl"))
     const without = runCli(["verify-audit", file])
-    expect(without.code).toBe(0)
+    expect(without.code).toBe(3)
     expect(without.stdout).toMatch(/^PARTIAL .*: 6 records – chain ok; anchor not checked: no anchor file: a truncated tail cannot be detected/m)
     expect(runCli(["verify-audit", file, "--strict"]).code).toBe(1)
   })
@@ -125,7 +126,7 @@ describe("verify-audit: the tamper matrix", () => {
     expect(r.code).toBe(1)
     expect(r.stdout).toMatch(/signatures FAILED: checkpoint 1: signed by key [0-9a-f]{16}, not by the given key [0-9a-f]{16}/)
     const unauth = runCli(["verify-audit", file])
-    expect(unauth.code).toBe(0)
+    expect(unauth.code).toBe(3)
     expect(unauth.stdout).toMatch(/^PARTIAL .*signatures not checked: signatures valid under the recorded key [0-9a-f]{16}, but the signer is not authenticated \(give --pubkey\)/m)
   })
 

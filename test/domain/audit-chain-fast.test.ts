@@ -32,13 +32,58 @@ const referenceSeal = (entry: object, at: ChainPosition): Record<string, unknown
   return { ...body, hash: referenceHash(body) }
 }
 
+/** The first key (in text order) an object of the valid JSON `text` repeats, read by plain recursive descent; or null. */
+const referenceDuplicate = (text: string): string | null => {
+  let i = 0
+  let found: string | null = null
+  const ws = () => {
+    while (text[i] === " " || text[i] === "\t" || text[i] === "\n" || text[i] === "\r") i++
+  }
+  const str = (): string => {
+    const start = i++
+    while (text[i] !== '"') i += text[i] === "\\" ? 2 : 1
+    i++
+    return JSON.parse(text.slice(start, i)) as string
+  }
+  const value = (): void => {
+    ws()
+    const c = text[i]
+    if (c === "{" || c === "[") {
+      const seen = c === "{" ? new Set<string>() : null
+      i++
+      ws()
+      if (text[i] === "}" || text[i] === "]") {
+        i++
+        return
+      }
+      for (;;) {
+        if (seen !== null) {
+          ws()
+          const k = str()
+          if (seen.has(k)) found ??= k
+          seen.add(k)
+          ws()
+          i++ // ":"
+        }
+        value()
+        ws()
+        if (text[i++] !== ",") return
+      }
+    }
+    if (c === '"') str()
+    else while (i < text.length && !",}] \t\n\r".includes(text[i]!)) i++
+  }
+  value()
+  return found
+}
+
 const referenceVerify = (text: string): VerifyResult => {
   const failAt = (n: number, message: string, torn = false): VerifyResult => ({ ok: false, records: n - 1, index: n, message: `record ${n}: ${message}`, torn })
   const lines = text.split("\n")
   const tail = lines.pop() ?? ""
   let prev = GENESIS_HASH
   let n = 0
-  for (const line of lines) {
+  for (const [i, line] of lines.entries()) {
     if (line.trim() === "") continue
     n++
     let rec: unknown
@@ -48,6 +93,9 @@ const referenceVerify = (text: string): VerifyResult => {
       return failAt(n, "not valid JSON")
     }
     if (!isObject(rec)) return failAt(n, "not a JSON object")
+    // a key written twice: which value counts depends on the reader, so the line is refused
+    const dup = referenceDuplicate(line)
+    if (dup !== null) return failAt(n, `duplicate key ${JSON.stringify(dup)} at line ${i + 1} (refused: JSON readers disagree on which value counts)`)
     if (rec.prev_hash !== prev) return failAt(n, "prev_hash does not match previous record (deleted, inserted or reordered record)")
     let hash: string
     try {
@@ -218,14 +266,15 @@ describe("verifyChainText equals the reference verification", () => {
     )
   })
 
-  it.each(["canonical", "insertion"] as const)("on tampered chains (edited characters, deleted, duplicated, swapped and torn lines; %s lines)", (spelling) => {
+  it.each(["canonical", "insertion"] as const)("on tampered chains (edited characters, deleted, duplicated, swapped and torn lines, keys written twice; %s lines)", (spelling) => {
     const lines = chainOf(fc.sample(entryArb, { numRuns: 6, seed: 42 }), spelling)
     const edit = fc.oneof(
       fc.record({ kind: fc.constant("char" as const), line: fc.nat(5), at: fc.nat(2000), del: fc.nat(2), ins: fc.constantFrom("", "1", "a", '"', "\\", " ", "}", ",", "\t", "\\u0041", "é", "\ud83d\ude00") }),
       fc.record({ kind: fc.constant("delete" as const), line: fc.nat(5) }),
       fc.record({ kind: fc.constant("duplicate" as const), line: fc.nat(5) }),
       fc.record({ kind: fc.constant("swap" as const), line: fc.nat(4) }),
-      fc.record({ kind: fc.constant("torn" as const), at: fc.nat(2000) })
+      fc.record({ kind: fc.constant("torn" as const), at: fc.nat(2000) }),
+      fc.record({ kind: fc.constant("dupkey" as const), line: fc.nat(5), key: fc.constantFrom("blocked", "seq", "hash", "arm", "name", "zz") })
     )
     fc.assert(
       fc.property(fc.array(edit, { minLength: 1, maxLength: 3 }), (edits) => {
@@ -242,6 +291,11 @@ describe("verifyChainText equals the reference verification", () => {
             const i = e.line % (ls.length - 1)
             ;[ls[i], ls[i + 1]] = [ls[i + 1]!, ls[i]!]
           } else if (e.kind === "torn") tail = (lines[0] ?? "").slice(0, e.at % 100)
+          else if (e.kind === "dupkey") {
+            // the key written again first: JSON.parse keeps the record's own (last) value
+            const l = ls[e.line % ls.length] ?? ""
+            ls[e.line % ls.length] = l.replace("{", `{"${e.key}":true,`)
+          }
         }
         const text = textOf(ls) + tail
         expect(verifyChainText(text)).toEqual(referenceVerify(text))

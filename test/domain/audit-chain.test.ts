@@ -1,7 +1,9 @@
-import { createHash } from "node:crypto"
+import { createHash, generateKeyPairSync } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { GENESIS_TIP, lastRecordOf, recordHash, sealRecord } from "../../src/domain/audit-chain.js"
+import { verifyAudit } from "../../src/domain/audit-verify.js"
 import { verifyChainText } from "../../src/domain/chain-verify.js"
+import { makeCheckpoint, publicKeyFromPem, signerFromPem } from "../../src/domain/checkpoint.js"
 import { AUDIT_SCHEMA, GENESIS_HASH, HASH_PREFIX } from "../../src/domain/audit-record.js"
 import type { CallEntry as AuditEntry, CallRecord as AuditRecord } from "../../src/domain/audit-record.js"
 import { canonicalize } from "../../src/domain/canonical-json.js"
@@ -166,5 +168,88 @@ describe("audit chain", () => {
     expect(lastRecordOf(text(ls))).toEqual({ seq: 3, hash: recs[2]!.hash, ts: recs[2]!.ts })
     expect(lastRecordOf(text(ls) + "\n\n" + "{torn")).toEqual({ seq: 3, hash: recs[2]!.hash, ts: recs[2]!.ts })
     expect(lastRecordOf(text(ls) + "garbage\n")).toBeNull()
+  })
+})
+
+describe("duplicate keys", () => {
+  it("a record with a key written twice fails, naming the key and the line, though JSON.parse would read a record that hashes", () => {
+    const recs = chain(4)
+    const ls = lines(recs)
+    // record 3 is allowed (blocked: false); the forgery shows "blocked":true first, JSON.parse keeps the last
+    expect(recs[2]!.blocked).toBe(false)
+    ls[2] = ls[2]!.replace("{", '{"blocked":true,')
+    expect(recordHash(JSON.parse(ls[2]!) as object)).toBe(recs[2]!.hash)
+    expect(verifyChainText(text(ls))).toEqual({
+      ok: false,
+      records: 2,
+      index: 3,
+      message: 'record 3: duplicate key "blocked" at line 3 (refused: JSON readers disagree on which value counts)',
+      torn: false
+    })
+    // in a nested object, in canonical lines, after a blank line (the line number counts it)
+    const nested = [canonicalize(recs[0]), "", canonicalize(recs[1]).replace('"name":"send_email"', '"name":"delete_all","name":"send_email"')]
+    expect(verifyChainText(text(nested)).message).toBe('record 2: duplicate key "name" at line 3 (refused: JSON readers disagree on which value counts)')
+  })
+})
+
+describe("verifyAudit: coverage by signed checkpoints", () => {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519")
+  const signer = signerFromPem(privateKey.export({ type: "pkcs8", format: "pem" }).toString())
+  const trusted = publicKeyFromPem(publicKey.export({ type: "spki", format: "pem" }).toString())
+  const recs = chain(5)
+  const log = text(lines(recs))
+  const checkpoint = (seq: number) =>
+    JSON.stringify(makeCheckpoint({ file: "f.jsonl", seq, head: recs[seq - 1]!.hash, ts: "2026-11-30T12:00:00.000Z" }, signer)) + "\n"
+  const writer = { lock: "f.jsonl.lock", pid: 4242 }
+
+  it("every record covered by a signed checkpoint: ok; the same without the key: partial", () => {
+    expect(verifyAudit("f.jsonl", log, checkpoint(3) + checkpoint(5), trusted)).toMatchObject({
+      status: "ok",
+      anchor: { status: "ok", message: "2 checkpoint(s) cover all records" },
+      signatures: { status: "ok" }
+    })
+    expect(verifyAudit("f.jsonl", log, checkpoint(3) + checkpoint(5), null).status).toBe("partial")
+  })
+
+  it("with the key, records and no checkpoint (no anchor, an empty one) fail; without the key they are not checked", () => {
+    for (const anchor of [null, "", "\n"]) {
+      const v = verifyAudit("f.jsonl", log, anchor, trusted)
+      expect(v.status).toBe("failed")
+      expect(v.anchor).toMatchObject({ status: "failed", message: expect.stringMatching(/: none of the 5 records is covered by a signed checkpoint$/) })
+      expect(v.signatures.status).toBe("failed")
+      // a writer holding the file does not excuse a file with nothing signed
+      expect(verifyAudit("f.jsonl", log, anchor, trusted, writer).status).toBe("failed")
+      expect(verifyAudit("f.jsonl", log, anchor, null).status).toBe("partial")
+    }
+    // no record, nothing signed: nothing could be checked
+    expect(verifyAudit("f.jsonl", "", null, trusted)).toMatchObject({ status: "partial", anchor: { status: "not-checked" }, signatures: { status: "not-checked" } })
+    expect(verifyAudit("f.jsonl", "", "", trusted).status).toBe("partial")
+  })
+
+  it("with the key, records after the last checkpoint fail unless a writer holds the file (then partial)", () => {
+    const closed = verifyAudit("f.jsonl", log, checkpoint(3), trusted)
+    expect(closed.status).toBe("failed")
+    expect(closed.anchor.message).toBe(
+      "1 checkpoint(s) cover records 1–3; records 4–5 not covered by a signed checkpoint, and no writer holds the file (closing it checkpoints every record): " +
+        "checkpoints were removed, or the writer stopped without closing the file"
+    )
+    expect(closed.signatures.status).toBe("ok")
+    const live = verifyAudit("f.jsonl", log, checkpoint(3), trusted, writer)
+    expect(live).toMatchObject({
+      status: "partial",
+      anchor: { status: "not-checked", message: "1 checkpoint(s) cover records 1–3; records 4–5 not covered yet: a writer holds the file (f.jsonl.lock, pid 4242)" },
+      signatures: { status: "ok" }
+    })
+    expect(verifyAudit("f.jsonl", log, checkpoint(4), trusted, { lock: "f.jsonl.lock", pid: null }).anchor.message).toMatch(/record 5 not covered yet: a writer holds the file \(f\.jsonl\.lock\)$/)
+    // without the key: not checked either way
+    expect(verifyAudit("f.jsonl", log, checkpoint(3), null).anchor).toMatchObject({ status: "not-checked", message: "1 checkpoint(s) cover records 1–3; 2 later record(s) not yet covered" })
+  })
+
+  it("a checkpoint with a duplicate key is refused", () => {
+    const forged = checkpoint(5).replace("{", '{"seq":3,')
+    expect(verifyAudit("f.jsonl", log, forged, trusted)).toMatchObject({
+      status: "failed",
+      anchor: { status: "failed", message: 'checkpoint 1: duplicate key "seq" (refused: JSON readers disagree on which value counts)' }
+    })
   })
 })

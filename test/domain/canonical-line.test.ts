@@ -2,13 +2,14 @@
  * `readCanonicalRecordLine` against the reference: when it answers, the line is exactly the canonical
  * text of its parsed value and `withoutHash` is the canonical text of that value without `hash`; it
  * answers on every canonical record line it is meant to read; it refuses everything else.
+ * `duplicateKey` finds a key written twice in one object, at any depth and in any spelling.
  */
 import { FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
 import { recordLine, sealRecord } from "../../src/domain/audit-chain.js"
 import { GENESIS_HASH } from "../../src/domain/audit-record.js"
 import { canonicalizeReference } from "../../src/domain/canonical-json.js"
-import { asciiSlice, readCanonicalRecordLine } from "../../src/domain/canonical-line.js"
+import { asciiSlice, duplicateKey, readCanonicalRecordLine } from "../../src/domain/canonical-line.js"
 import { decided } from "../../src/domain/verdict.js"
 import { callEntry } from "../support/audit-entry.js"
 import { JSON_PIECES, mangledLine } from "../support/mangle.js"
@@ -161,5 +162,78 @@ describe("readCanonicalRecordLine", () => {
       fc.property(mangledLine(line, [...JSON_PIECES, "E", "+", "\ud800"]), (s) => void check(s)),
       { numRuns: 3000 }
     )
+  })
+})
+
+/** A JSON value as written: objects as member lists, so that a key may occur twice. */
+type Tree =
+  | { readonly o: ReadonlyArray<readonly [string, Tree]> }
+  | { readonly a: ReadonlyArray<Tree> }
+  | { readonly v: string | number | boolean | null }
+
+const { tree: treeArb } = fc.letrec<{ tree: Tree }>((tie) => ({
+  tree: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    fc.record({ v: fc.oneof(fc.string({ maxLength: 4 }), fc.integer(), fc.boolean(), fc.constant(null), fc.constantFrom('"a":1', '{"b":2,"b":3}', "\\", "}", ",")) }),
+    fc.record({ a: fc.array(tie("tree"), { maxLength: 3 }) }),
+    fc.record({ o: fc.array(fc.tuple(fc.constantFrom("a", "b", 'a"', "é", "\u0000", "__proto__", "", "\\"), tie("tree")), { maxLength: 4 }) })
+  )
+}))
+
+/** `key` with every character written as a \uXXXX escape. */
+const escapedKey = (key: string): string => '"' + [...key].map((c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0")).join("") + '"'
+
+const written = (t: Tree, escape: boolean, ws: string): string =>
+  "o" in t
+    ? "{" + ws + t.o.map(([k, v]) => (escape ? escapedKey(k) : JSON.stringify(k)) + ws + ":" + ws + written(v, escape, ws)).join(ws + "," + ws) + ws + "}"
+    : "a" in t
+      ? "[" + ws + t.a.map((v) => written(v, escape, ws)).join(ws + "," + ws) + ws + "]"
+      : JSON.stringify(t.v)
+
+/** The first key (in text order) that repeats a key of its object. */
+const firstDuplicate = (t: Tree): string | null => {
+  if ("v" in t) return null
+  if ("a" in t) {
+    for (const v of t.a) {
+      const d = firstDuplicate(v)
+      if (d !== null) return d
+    }
+    return null
+  }
+  const seen = new Set<string>()
+  for (const [k, v] of t.o) {
+    if (seen.has(k)) return k
+    seen.add(k)
+    const d = firstDuplicate(v)
+    if (d !== null) return d
+  }
+  return null
+}
+
+describe("duplicateKey", () => {
+  it("names the key an object of the text repeats, at any depth and in any spelling; null when there is none", () => {
+    fc.assert(
+      fc.property(treeArb, fc.boolean(), fc.constantFrom("", " ", "\n\t"), (tree, escape, ws) => {
+        const text = written(tree, escape, ws)
+        expect(() => JSON.parse(text), text).not.toThrow()
+        expect(duplicateKey(text), text).toBe(firstDuplicate(tree))
+      }),
+      { numRuns: 3000 }
+    )
+  })
+
+  it("finds the forgery that JSON.parse hides (the last value wins), and nothing in a sealed record", () => {
+    const record = sealRecord(callEntry(3, "r"), { seq: 3, ts: "2026-11-30T12:00:00.000Z", prev_hash: GENESIS_HASH })
+    const line = recordLine(record)
+    expect(duplicateKey(line)).toBeNull()
+    const forged = line.replace("{", '{"blocked":true,')
+    expect((JSON.parse(forged) as { blocked: boolean }).blocked).toBe(false)
+    expect(duplicateKey(forged)).toBe("blocked")
+    // the canonical reader refuses it too (the general path then fails it)
+    expect(readCanonicalRecordLine(Buffer.from(forged), 0, forged.length)).toBeNull()
+    expect(duplicateKey(line.replace('"name":"read_file"', '"name":"read_file","name":"rm"'))).toBe("name")
+    expect(duplicateKey('{"a":1,"\\u0061":2}')).toBe("a")
+    expect(duplicateKey('{"a":{"a":1},"b":[{"a":1},{"a":2}]}')).toBeNull()
+    expect(duplicateKey('{"s":"\\"a\\":1,\\"a\\":2","a":[1,{"x":"}","x":2}]}')).toBe("x")
   })
 })

@@ -1,4 +1,4 @@
-/** Reading network failures (`networkFailure`): the cases the upstreams and the HTTP judges word differently. */
+/** Reading network failures (`networkFailure`): the cases the upstreams and the HTTP judges word differently; URL credentials redacted. */
 import { describe, expect, it } from "vitest"
 import { networkFailure } from "../../layers/http-errors.js"
 
@@ -26,5 +26,22 @@ describe("networkFailure", () => {
     for (const code of ["CERT_HAS_EXPIRED", "ERR_TLS_CERT_ALTNAME_INVALID"]) {
       expect(networkFailure(wrapped(code))).toEqual({ kind: "tls", code, untrustedCa: false })
     }
+  })
+
+  it("a message quoting a URL keeps the URL but not its credentials", async () => {
+    // what undici's fetch really says for a URL with userinfo
+    const real = await fetch("http://user:secretpass@127.0.0.1:1/v1").then(
+      () => new Error("no error"),
+      (e: unknown) => e
+    )
+    const shown = networkFailure(real)
+    expect(shown).toMatchObject({ kind: "other", message: expect.stringContaining("http://***@127.0.0.1:1/v1") })
+    expect(JSON.stringify(shown)).not.toContain("secretpass")
+    expect(networkFailure(failure("ECONNRESET", "reset by https://tok%3Aen@gate.example:8443/x?sig=abc"))).toEqual({
+      kind: "other",
+      code: "ECONNRESET",
+      message: "reset by https://***@gate.example:8443/x?sig=***"
+    })
+    expect(networkFailure("failed: http://user:pw@[::1]:8000/v1")).toMatchObject({ message: "failed: http://***@[::1]:8000/v1" })
   })
 })

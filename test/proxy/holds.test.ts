@@ -99,6 +99,26 @@ describe("hold_policy wait", () => {
         expect((yield* api(h, "POST", "/holds/abc", { approved: true, approver: " " })).status).toBe(400)
         expect((yield* api(h, "POST", "/holds/abc", { approved: true, approver: "a" })).status).toBe(404)
       }))
+
+    it.effect("the Bearer scheme is case-insensitive (RFC 7235) and may be followed by several spaces; the token is not", () =>
+      Effect.gen(function* () {
+        const h = yield* Harness
+        const withAuth = (authorization: string) =>
+          Effect.promise(async () => {
+            const res = await fetch(`${h.url}/holds`, { headers: { authorization } })
+            return { status: res.status, json: (await res.json()) as { object?: string; error?: { code: string } } }
+          })
+        for (const scheme of ["bearer", "BEARER", "bEaReR", "Bearer"]) {
+          expect(yield* withAuth(`${scheme} ${TOKEN}`), scheme).toMatchObject({ status: 200, json: { object: "list" } })
+        }
+        expect((yield* withAuth(`bearer   ${TOKEN}`)).status).toBe(200)
+        // the token itself is compared exactly
+        expect((yield* withAuth(`bearer ${TOKEN.toUpperCase()}`)).status).toBe(401)
+        // no space after the scheme, or another scheme: not a bearer credential
+        for (const authorization of [`bearer${TOKEN}`, `Basic ${TOKEN}`, `${TOKEN}`, "bearer", "bearer "]) {
+          expect(yield* withAuth(authorization), authorization).toMatchObject({ status: 401, json: { error: { code: "unauthorized" } } })
+        }
+      }))
   })
 })
 

@@ -34,6 +34,7 @@ import { asbenchEpisode, type AsbenchCase, type AsbenchRecord, decodeCase, error
 import { readSplit } from "./split.js"
 import { lastById, openAppender, readJsonFile, readJsonl, writeFileAtomic } from "./store.js"
 import { GEN_RES_JSON, GEN_RES_JSONL } from "./files.js"
+import { redactUrl, redactUrlsIn } from "../../domain/redact-url.js"
 
 /** The run could not start or could not keep its results: one line for the user. */
 export class AsbenchError extends Data.TaggedError("AsbenchError")<{ readonly message: string }> {}
@@ -81,7 +82,7 @@ export const checkProxy = (proxyUrl: string, settingsFile: string, timeoutMs = 5
         ? `no answer within ${timeoutMs / 1000}s`
         : code !== "" && !msg.includes(code) ? `${code}: ${msg}` : msg
       return new AsbenchError({
-        message: `veto-proxy is not reachable at ${base} (${text}). Start it with: vetobench proxy -c ${settingsFile}`
+        message: `veto-proxy is not reachable at ${redactUrl(base)} (${redactUrlsIn(text, [base])}). Start it with: vetobench proxy -c ${settingsFile}`
       })
     }
   })
