@@ -1,0 +1,171 @@
+/**
+ * The gate is total: whatever a judge does — fail, throw before it returns an effect, die inside
+ * `Effect.sync`, overflow the stack, interrupt itself, hang, answer something that is not a verdict —
+ * every call gets a ruling through `fail_policy` and exactly one record. Also a built-in kind (the
+ * `rule` judge, synchronous code) that dies on a hostile value, a commit hook that dies, and
+ * arguments nested too deep for any judge to read.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { AuditMemory, AuditSink } from "../../layers/AuditSink.js"
+import { decided, defaultSettings, Gate, gateLayer, type GateRequest, type JudgeKindPlugin, type SettingsShape } from "../../src/index.js"
+import { makeUpstreamSettings } from "../../src/config/settings.js"
+import { staticPlugin } from "../../judges/static.js"
+import { rulePlugin } from "../../judges/rule/kind.js"
+import { type CallRecord, isCallRecord } from "../../src/domain/audit-record.js"
+import { MAX_JSON_DEPTH } from "../../src/domain/json-depth.js"
+import type { Verdict } from "../../src/domain/verdict.js"
+
+const overflow = (n: number): number => overflow(n + 1) + 1
+
+/** A judge kind that misbehaves as its spec says. */
+const misbehaving: JudgeKindPlugin = Effect.succeed({
+  kind: "misbehaving",
+  make: (name, spec) => {
+    const id = { judge: name, kind: "misbehaving", model: null, version: "v1" }
+    const how = String(spec.how)
+    return Effect.succeed({
+      ...id,
+      cacheable: false,
+      rule: (call) => {
+        switch (how) {
+          case "throws":
+            throw new Error(`plugin bug on ${call.name}`)
+          case "dies-in-sync":
+            return Effect.sync((): Verdict => {
+              throw new TypeError("cannot read properties of undefined")
+            })
+          case "overflows":
+            return Effect.sync(() => decided(id, overflow(0) > 0 ? "allow" : "deny"))
+          case "interrupts":
+            return Effect.interrupt
+          case "hangs":
+            return Effect.never
+          case "not-a-verdict":
+            return Effect.succeed({ decision: "maybe" } as unknown as Verdict)
+          case "bigint-usage":
+            return Effect.succeed({ ...decided(id, "allow"), usage: { tokens: 10n } } as unknown as Verdict)
+          case "commit-dies":
+            return Effect.succeed(decided(id, "allow"))
+          default:
+            return Effect.die(`unknown mode ${how}`)
+        }
+      },
+      ...(how === "commit-dies" ? { commit: () => Effect.die(new Error("commit hook bug")) } : {})
+    })
+  }
+})
+
+const MODES = ["throws", "dies-in-sync", "overflows", "interrupts", "hangs", "not-a-verdict", "bigint-usage"] as const
+
+/** a policy whose RE2 pattern makes the JS engine's backtracking stack overflow on a long value */
+const policyDir = mkdtempSync(path.join(tmpdir(), "vetobench-gate-total-"))
+const policyFile = path.join(policyDir, "policy.json")
+writeFileSync(
+  policyFile,
+  JSON.stringify({
+    provider: "test",
+    granted_scopes: ["shell:run"],
+    tool_scopes: { run: "shell:run" },
+    rules: [{ id: "R1", tool: "run", kind: "pattern", arg: "cmd", pattern: "(?:a|b)*", message: "only a and b" }]
+  })
+)
+
+const settingsWith = (proxy: Partial<SettingsShape["proxy"]>) =>
+  defaultSettings("/tmp", {
+    upstreams: [makeUpstreamSettings({ name: "u", base_url: "http://127.0.0.1:9/v1" })],
+    judges: {
+      ...Object.fromEntries(MODES.map((m) => [m, { kind: "misbehaving", how: m }])),
+      "commit-dies": { kind: "misbehaving", how: "commit-dies" },
+      rules: { kind: "rule", policy: policyFile },
+      allow: { kind: "static", decision: "allow" }
+    },
+    proxy: { judge_timeout_s: 0.3, ...proxy }
+  })
+
+const request = (judge: string): GateRequest => ({
+  arm: "enforce",
+  judge,
+  tools: undefined,
+  stream: false,
+  context: { requestId: "r", runId: "run", episodeId: null, sessionId: null, principal: null, agentModel: "m", headers: {} }
+})
+
+const call = (name: string, args: string, id = "c0") => ({ id, type: "function", function: { name, arguments: args } })
+
+const ruleWith = (proxy: Partial<SettingsShape["proxy"]>, judge: string, calls: ReadonlyArray<unknown>) =>
+  Effect.gen(function* () {
+    const gate = yield* Gate
+    const memory = yield* AuditMemory
+    const rulings = yield* gate.ruleChoice(request(judge), 0, calls)
+    const records = (yield* memory.records).filter(isCallRecord)
+    return { rulings, records }
+  }).pipe(
+    Effect.provide(
+      Layer.provideMerge(gateLayer({ settings: settingsWith(proxy), plugins: [staticPlugin, misbehaving, rulePlugin], audit: AuditSink.layerMemory }), AuditSink.layerMemory)
+    )
+  )
+
+const expectFailedRuling = (records: ReadonlyArray<CallRecord>, policy: "open" | "closed", n: number) => {
+  expect(records).toHaveLength(n)
+  for (const r of records) {
+    expect(r.verdict?.status).not.toBe("ok")
+    expect(r.verdict?.decision).toBeNull()
+    expect(r.verdict?.reason).not.toBe("")
+    expect(r.effective_decision).toBe(policy === "closed" ? "deny" : "allow")
+    expect(r.blocked).toBe(policy === "closed")
+  }
+}
+
+describe("the gate is total", () => {
+  for (const mode of MODES) {
+    for (const policy of ["closed", "open"] as const) {
+      it.live(`a judge that ${mode}: every call ruled through fail_policy ${policy}, one record each`, () =>
+        Effect.gen(function* () {
+          const { rulings, records } = yield* ruleWith({ fail_policy: policy }, mode, [call("a", "{}", "c0"), call("b", "{}", "c1")])
+          expect(rulings.map((r) => r.blocked)).toEqual(policy === "closed" ? [true, true] : [false, false])
+          expectFailedRuling(records, policy, 2)
+          expect(records.map((r) => r.tool_call_id)).toEqual(["c0", "c1"])
+          if (mode === "hangs") expect(records[0]!.verdict?.status).toBe("timeout")
+          if (mode === "throws") expect(records[0]!.verdict?.reason).toContain("plugin bug on a")
+          if (mode === "dies-in-sync") expect(records[0]!.verdict?.reason).toContain("TypeError: cannot read properties of undefined")
+          if (mode === "overflows") expect(records[0]!.verdict?.reason).toContain("Maximum call stack size exceeded")
+          if (mode === "not-a-verdict") expect(records[0]!.verdict?.reason).toContain("invalid verdict")
+        }))
+    }
+  }
+
+  for (const policy of ["closed", "open"] as const) {
+    it.live(`a built-in kind (rule) that dies on a hostile value: ruled through fail_policy ${policy}, one record`, () =>
+      Effect.gen(function* () {
+        const { records } = yield* ruleWith({ fail_policy: policy }, "rules", [call("run", JSON.stringify({ cmd: "a".repeat(10_000_000) }))])
+        expectFailedRuling(records, policy, 1)
+        expect(records[0]!.verdict?.reason).toContain("Maximum call stack size exceeded")
+      }))
+
+    it.live(`arguments nested deeper than ${MAX_JSON_DEPTH}: ruled as a judge failure (fail_policy ${policy}), recorded with the text`, () =>
+      Effect.gen(function* () {
+        const deep = `${"[".repeat(5000)}${"]".repeat(5000)}`
+        const ok = `${"[".repeat(MAX_JSON_DEPTH - 1)}${"]".repeat(MAX_JSON_DEPTH - 1)}`
+        const { records } = yield* ruleWith({ fail_policy: policy }, "allow", [call("a", deep, "c0"), call("b", ok, "c1"), call("c", "[[[ not json", "c2")])
+        expect(records).toHaveLength(3)
+        expectFailedRuling(records.slice(0, 1), policy, 1)
+        expect(records[0]!.verdict?.reason).toContain(`nested deeper than ${MAX_JSON_DEPTH} levels`)
+        expect(records[0]!.tool.arguments).toBe(deep)
+        // within the limit, and text that is not JSON, reach the judge as before
+        expect(records[1]!.verdict?.status).toBe("ok")
+        expect(records[2]!.verdict?.status).toBe("ok")
+        expect(records[2]!.tool.arguments).toBe("[[[ not json")
+      }))
+  }
+
+  it.live("a commit hook that dies is logged; the rulings and records stand", () =>
+    Effect.gen(function* () {
+      const { rulings, records } = yield* ruleWith({}, "commit-dies", [call("a", "{}")])
+      expect(rulings.map((r) => r.blocked)).toEqual([false])
+      expect(records.map((r) => r.verdict?.status)).toEqual(["ok"])
+    }))
+})
