@@ -144,9 +144,11 @@ export const gateChatAnswer = (
 export class InvalidAnswer extends Data.TaggedError("InvalidAnswer")<{ readonly message: string }> {}
 
 /**
- * A logged arm's non-streamed answer: parse it, rule and record its calls, strip the blocked ones.
- * The text returned is the value the gate read, serialized once, or, when {@link mayCarryCalls} proves
- * that no parser can find a call in the upstream's bytes (the fast path), those bytes unchanged.
+ * A logged arm's non-streamed answer: parse it, check its shape, rule and record its calls, strip the
+ * blocked ones. The text returned is the value the gate read, serialized once, or, when
+ * {@link mayCarryCalls} proves that no parser can find a call in the upstream's bytes (the fast path),
+ * those bytes unchanged. The fast path skips only the serialization: it fails exactly where the slow
+ * path fails.
  * `fastPath: false` always takes the slow path (the property tests compare the two).
  */
 export const gateChatText = (
@@ -161,8 +163,8 @@ export const gateChatText = (
     if ("problem" in parsed) return Effect.fail(new InvalidAnswer({ message: parsed.problem }))
     const answer = parsed.value
     if (!isObject(answer)) return Effect.fail(new InvalidAnswer({ message: "the upstream answer is not a JSON object" }))
-    if (options.fastPath !== false && !mayCarryCalls(text)) return Effect.succeed({ text, blocked: 0 })
     const choices = choicesWithCalls(answer)
     if (typeof choices === "string") return Effect.fail(new InvalidAnswer({ message: `the upstream answer's ${choices}` }))
+    if (options.fastPath !== false && !mayCarryCalls(text)) return Effect.succeed({ text, blocked: 0 })
     return Effect.map(gateChatAnswer(gate, req, choices, partial), (blocked) => ({ text: JSON.stringify(answer), blocked }))
   })
