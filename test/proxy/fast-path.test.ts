@@ -83,7 +83,7 @@ describe("the gate's fast paths equal its slow paths", () => {
     )
     // the property was not vacuous
     expect(proved).toBeGreaterThan(300)
-  })
+  }, 120_000)
 
   it("a non-streamed answer: the same value, rulings and failures with and without the fast path", () => {
     fc.assert(
@@ -106,7 +106,7 @@ describe("the gate's fast paths equal its slow paths", () => {
       }),
       { numRuns: 400 }
     )
-  })
+  }, 120_000)
 
   it("a stream: the same events, rulings and end with and without the fast path", () => {
     const feed = (fastPath: boolean, datas: ReadonlyArray<string>) => {
@@ -142,5 +142,5 @@ describe("the gate's fast paths equal its slow paths", () => {
       }),
       { numRuns: 300 }
     )
-  })
+  }, 120_000)
 })

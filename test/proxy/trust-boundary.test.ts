@@ -64,6 +64,9 @@ const streamFindings = (datas: ReadonlyArray<string>): Array<Array<FoundCall>> =
     return callsInStream(values)
   })
 
+/** the properties are bounded by their run counts; the timeout only has to allow a busy 2-core machine */
+const PROPERTY_TIMEOUT = 300_000
+
 let counter = 0
 const nextId = () => `tb-${++counter}`
 
@@ -94,7 +97,7 @@ describe("the trust boundary against a hostile upstream", () => {
             { numRuns: 150 }
           )
         )
-      }))
+      }), PROPERTY_TIMEOUT)
 
     it.effect("streamed: what any SSE + JSON reader assembles was ruled, recorded and released (property)", () =>
       Effect.gen(function* () {
@@ -118,7 +121,7 @@ describe("the trust boundary against a hostile upstream", () => {
             { numRuns: 150 }
           )
         )
-      }))
+      }), PROPERTY_TIMEOUT)
 
     it.effect("the official openai SDK finds no unruled call either (a sample, streamed and not)", () =>
       Effect.gen(function* () {
@@ -153,6 +156,6 @@ describe("the trust boundary against a hostile upstream", () => {
             { numRuns: 60 }
           )
         )
-      }))
+      }), PROPERTY_TIMEOUT)
   })
 })
