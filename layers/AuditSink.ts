@@ -1,20 +1,27 @@
 /**
  * AuditSink: appends sealed, hash-chained audit records, one JSONL file per run id.
  *
- * - `AuditSink.layerFile(dir)`: durable files `<dir>/<auditFileName(runId)>`. Files are opened lazily on a
- *   run's first append and closed when the layer's scope closes. On first touch the tail of an existing
- *   file is read to continue `seq` and the chain; a torn last line is moved to `<file>.torn-<epoch ms>`,
- *   the file is truncated to its last complete line and a warning is logged (see `repairTornTail`).
+ * - `AuditSink.layerFile(dir)`: durable files `<dir>/<run id>.jsonl` (`adhoc.jsonl` for a null run id).
+ *   A run id picks a file name, so only ids of the grammar in src/domain/run-id.ts are accepted: any
+ *   other fails with an `AuditWriteError` naming the grammar, and no file is touched.
+ *   Files are opened lazily on a run's first append. At most `maxOpenFiles` (`audit.max_open_files`)
+ *   are kept open: past that the least recently used idle file is closed (after a checkpoint of its
+ *   uncovered records, as on close) and reopened by its next append; the rest are closed when the
+ *   layer's scope closes. On every open the tail of an existing file is read to continue `seq` and the
+ *   chain; a torn last line is moved to `<file>.torn-<epoch ms>`, the file is truncated to its last
+ *   complete line and a warning is logged (see `repairTornTail`). The anchor file's torn last line is
+ *   repaired the same way (the same code) before its last checkpoint is read.
  *   Appends to one file are queued and written by one writer at a time (group commit: concurrent appends
  *   share one `write` + `datasync`; `fsync: always` syncs each record alone, `never` leaves it to the OS).
  *   No append completes before its record is durable. After a failed write the file is re-recovered
  *   from disk on the next append.
  *   One writer per file: `<file>.lock` (holding the pid) is taken on a run's first open and removed when
- *   the scope closes; another live process or another `layerFile` instance in this process is refused,
- *   and a lock left by a dead process is taken over (see `acquireLock`).
+ *   the scope closes (it is kept while the file is closed for being idle: the sink may reopen it);
+ *   another live process or another `layerFile` instance in this process is refused, and a lock left
+ *   by a dead process is taken over (see `acquireLock`).
  * - `AuditSink.layerMemory`: the same chains kept in memory; also provides `AuditMemory` to read them.
  */
-import { Context, Data, Effect, Layer, Runtime } from "effect"
+import { Context, Data, Effect, Either, Layer, Runtime } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
@@ -25,7 +32,8 @@ import { readShared, verifyChainParallel } from "./chain-workers.js"
 import { readFailure } from "./file-errors.js"
 import type { ChainTip } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
-import { makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
+import { ANCHOR_SCHEMA, makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
+import { isRunId, RUN_ID_GRAMMAR, RUN_ID_MAX_LENGTH, runIdProblem } from "../src/domain/run-id.js"
 
 interface AuditErrorFields {
   readonly file: string
@@ -55,7 +63,11 @@ export interface AuditSinkShape {
    * entry (plain data) when its writer takes it, before the append completes: leave it unchanged until then.
    */
   readonly append: (runId: string | null, entry: AuditEntry) => Effect.Effect<AuditRecord, AuditWriteError>
-  /** Absolute path of the run's file (`memory:<name>.jsonl` for the memory sink). */
+  /**
+   * Absolute path of the run's file (`memory:<name>.jsonl` for the memory sink). The file sink throws
+   * an `AuditWriteError` for a run id outside the grammar (`isRunId`), as its `append` and `checkpoint`
+   * fail with one.
+   */
   readonly fileFor: (runId: string | null) => string
   /** Write a checkpoint for the run now (after the records appended so far), if it has new records. */
   readonly checkpoint: (runId: string | null) => Effect.Effect<void, AuditWriteError>
@@ -74,12 +86,30 @@ export interface AuditMemoryShape {
 export class AuditMemory extends Context.Tag("vetobench/AuditMemory")<AuditMemory, AuditMemoryShape>() {}
 
 /**
- * `<name>.jsonl`: the run id with every run of characters outside `[A-Za-z0-9_.-]` replaced by one `_`,
- * leading/trailing `_` stripped, `adhoc` when that leaves nothing (or the run id is null).
+ * `<name>.jsonl` of a run: a run id of the grammar (`isRunId`) unchanged, `adhoc` for null. Anything
+ * else is mapped into the grammar, for callers that only name files (the file sink refuses such ids):
+ * every run of characters outside `[A-Za-z0-9_.-]` becomes one `_`, the result is cut to
+ * {@link RUN_ID_MAX_LENGTH}, characters before the first letter or digit and trailing `_` are stripped,
+ * the dot of a reserved part (`.anchor`, `.jsonl`, `.lock`, `.torn-`) becomes `_`; `adhoc` when nothing
+ * is left. Different invalid ids can share a name: never pick a file to write by this mapping.
  */
 export const auditFileName = (runId: string | null): string => {
-  const name = (runId ?? "").replace(/[^A-Za-z0-9_.-]+/g, "_").replace(/^_+|_+$/g, "")
-  return `${name === "" ? "adhoc" : name}.jsonl`
+  if (runId === null || isRunId(runId)) return `${runId ?? "adhoc"}.jsonl`
+  const name = runId
+    .replace(/[^A-Za-z0-9_.-]+/g, "_")
+    .slice(0, RUN_ID_MAX_LENGTH)
+    .replace(/^[^A-Za-z0-9]+/, "")
+    .replace(/\.(?=(?:anchor|jsonl|lock)(?:\.|$)|torn-)/gi, "_")
+    .replace(/_+$/, "")
+  return `${isRunId(name) ? name : "adhoc"}.jsonl`
+}
+
+/** Why `runId` cannot name an audit file, naming the grammar; null for a run id or null (`adhoc`). */
+const runIdError = (dir: string, runId: string | null): AuditWriteError | null => {
+  if (runId === null) return null
+  const problem = runIdProblem(runId)
+  if (problem === null) return null
+  return new AuditWriteError({ file: dir, reason: problem.includes(RUN_ID_GRAMMAR) ? problem : `${problem}: a run id is ${RUN_ID_GRAMMAR}` })
 }
 
 /** A cause as text: a tagged error's `reason`, an Error's message, or String(cause). */
@@ -117,20 +147,36 @@ const readAt = async (fh: FileHandle, buf: Buffer, position: number): Promise<vo
   }
 }
 
+const removeQuietly = (file: string): Promise<void> => fs.rm(file, { force: true }).catch(() => undefined)
+
+/** A new file holding `data` (not empty), durably; on any failure nothing of it is left behind. */
 const writeNewFile = async (file: string, data: Buffer): Promise<void> => {
+  if (data.length === 0) throw new Error(`refusing to create the empty file ${file}`)
   const fh = await fs.open(file, "wx")
   try {
     await fh.writeFile(data)
     await fh.datasync()
-  } finally {
+  } catch (cause) {
+    await fh.close().catch(() => undefined)
+    await removeQuietly(file)
+    throw cause
+  }
+  try {
     await fh.close()
+  } catch (cause) {
+    await removeQuietly(file)
+    throw cause
   }
 }
 
 /**
  * Reads the file's tail backwards (never the whole file) to find its last complete line; moves a torn
  * last line to a side file and truncates. Returns the repair and the last complete non-blank line's
- * text block (`tail` ends with "\n" or is "").
+ * text block (`tail` ends with "\n" or is ""). Used for audit files and anchor files alike.
+ *
+ * A failed repair leaves no side file as long as the file still holds the torn bytes (it is retried on
+ * the next open): the side file is removed when writing it or truncating the file fails. Once the
+ * truncation is done the side file is the only copy and stays, even if the final sync fails.
  */
 const recoverTail = async (file: string): Promise<{ readonly repair: TornRepair; readonly tail: string }> => {
   let fh: FileHandle
@@ -164,7 +210,12 @@ const recoverTail = async (file: string): Promise<{ readonly repair: TornRepair;
     if (keep === size) return { repair: NO_REPAIR, tail }
     const savedTo = `${file}.torn-${Date.now()}`
     await writeNewFile(savedTo, buf.subarray(keep - pos))
-    await fh.truncate(keep)
+    try {
+      await fh.truncate(keep)
+    } catch (cause) {
+      await removeQuietly(savedTo) // the file still holds the bytes: the next open repairs it again
+      throw cause
+    }
     await fh.datasync()
     return { repair: { repaired: true, bytes: size - keep, savedTo }, tail }
   } finally {
@@ -200,17 +251,46 @@ export const repairTornTail = (file: string): Effect.Effect<TornRepair, AuditWri
 /** `<dir>/<name>.anchor.jsonl` for `<dir>/<name>.jsonl`. */
 export const anchorFileFor = (file: string): string => file.replace(/\.jsonl$/, "") + ".anchor.jsonl"
 
-/** seq and signing key id of the anchor's last checkpoint (0 and null when there is none). */
-const lastCheckpoint = (anchor: string): Effect.Effect<{ readonly seq: number; readonly keyId: string | null }, AuditWriteError> =>
-  Effect.tryPromise({
-    try: async () => {
-      const text = await fs.readFile(anchor, "utf8").catch((e: unknown) => (codeOf(e) === "ENOENT" ? "" : Promise.reject(e)))
-      const last = text.trimEnd().split("\n").pop() ?? ""
-      if (last === "") return { seq: 0, keyId: null }
-      const c = JSON.parse(last) as { seq?: unknown; key?: { key_id?: unknown } | null }
-      return { seq: typeof c.seq === "number" ? c.seq : 0, keyId: typeof c.key?.key_id === "string" ? c.key.key_id : null }
-    },
-    catch: (cause) => new AuditWriteError({ file: anchor, reason: `cannot read the anchor: ${reasonOf(cause)}`, cause })
+interface LastCheckpoint {
+  readonly seq: number
+  readonly keyId: string | null
+}
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** seq and key id of one anchor line, or null when the line is not a checkpoint. */
+const checkpointOfLine = (line: string): LastCheckpoint | null => {
+  let c: unknown
+  try {
+    c = JSON.parse(line)
+  } catch {
+    return null
+  }
+  if (!isObject(c) || c.schema !== ANCHOR_SCHEMA || typeof c.head !== "string") return null
+  if (typeof c.seq !== "number" || !Number.isSafeInteger(c.seq) || c.seq < 0) return null
+  if (c.key === null) return { seq: c.seq, keyId: null }
+  return isObject(c.key) && typeof c.key.key_id === "string" ? { seq: c.seq, keyId: c.key.key_id } : null
+}
+
+/**
+ * seq and signing key id of the anchor's last checkpoint (0 and null when there is none). A torn last
+ * line is repaired first, as an audit file's is (`recover`). A complete last line that is not a
+ * checkpoint is refused: it is not what an interrupted write leaves, and reading it as "no checkpoint"
+ * would let a sink without the anchor's key continue it.
+ */
+const lastCheckpoint = (anchor: string): Effect.Effect<LastCheckpoint, AuditWriteError> =>
+  Effect.flatMap(recover(anchor), ({ tail }) => {
+    const last = tail.trimEnd().split("\n").pop() ?? ""
+    if (last.trim() === "") return Effect.succeed({ seq: 0, keyId: null })
+    const c = checkpointOfLine(last)
+    return c !== null
+      ? Effect.succeed(c)
+      : Effect.fail(
+          new AuditWriteError({
+            file: anchor,
+            reason: "the anchor's last line is not a checkpoint; its checkpoints cannot be continued (run verify-audit)"
+          })
+        )
   })
 
 const appendDurably = (file: string, text: string, sync: boolean): Effect.Effect<void, AuditWriteError> =>
@@ -304,7 +384,15 @@ export interface FileSinkOptions {
   readonly checkpointEvery?: number
   /** signs checkpoints; without one they are written unsigned */
   readonly signer?: Signer | null
+  /**
+   * files kept open at most (an integer ≥ 1; default {@link DEFAULT_MAX_OPEN_FILES}): past that the
+   * least recently used idle file is closed, after a checkpoint of its uncovered records
+   */
+  readonly maxOpenFiles?: number
 }
+
+/** `audit.max_open_files`'s default */
+export const DEFAULT_MAX_OPEN_FILES = 64
 
 /** A batch written to the file whose sync is under way. */
 interface InFlight {
@@ -342,9 +430,15 @@ interface FileState {
   lastMs: number
   /** appends waiting for the next batch */
   queue: Array<Pending>
-  /** a writer fiber is draining `queue` */
+  /**
+   * a fiber owns the file: a writer draining `queue`, `checkpoint()`, or the closing of an idle file
+   * (appends then only queue; whoever clears it starts a writer for what queued meanwhile)
+   */
   writing: boolean
-  /** this sink holds `<file>.lock` (taken on the first open, kept across re-opens, released on close) */
+  /**
+   * this sink holds `<file>.lock` (taken on the first open, kept across re-opens and while the file is
+   * closed for being idle, released on close)
+   */
   locked: boolean
 }
 
@@ -361,12 +455,23 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
     const fsync = options.fsync ?? "group"
     const every = options.checkpointEvery ?? 100
     const signer = options.signer ?? null
+    const maxOpen = options.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES
     const root = path.resolve(dir)
+    if (!Number.isSafeInteger(maxOpen) || maxOpen < 1) {
+      return yield* new AuditWriteError({ file: root, reason: `maxOpenFiles must be an integer of at least 1, got ${maxOpen}` })
+    }
     yield* Effect.tryPromise({
       try: () => fs.mkdir(root, { recursive: true }),
       catch: (cause) => new AuditWriteError({ file: root, reason: `cannot create the audit directory: ${reasonOf(cause)}`, cause })
     })
+    /**
+     * One small state per file touched (its tip, checkpoint position and lock), kept for the sink's
+     * lifetime even while the file is closed: it is what the final checkpoint and the lock release on
+     * close need. Open handles are bounded separately ({@link openFiles}).
+     */
     const states = new Map<string, FileState>()
+    /** the files with an open handle, least recently used first (at most `maxOpen` of them when idle) */
+    const openFiles = new Map<string, FileState>()
     let closed = false
     // each file's writer is started from inside an append (a daemon: it outlives the appender's fiber)
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
@@ -389,12 +494,13 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
       })
     )
 
-    const files = new Map<string | null, string>()
-    const fileFor = (runId: string | null): string => {
-      let file = files.get(runId)
-      if (file === undefined) files.set(runId, (file = path.join(root, auditFileName(runId))))
-      return file
+    /** the run's file, or why the run id cannot name one (nothing is cached per run id) */
+    const resolve = (runId: string | null): Either.Either<string, AuditWriteError> => {
+      const bad = runIdError(root, runId)
+      return bad === null ? Either.right(path.join(root, auditFileName(runId))) : Either.left(bad)
     }
+    const fileFor = (runId: string | null): string =>
+      Either.getOrThrowWith(resolve(runId), (e) => e)
 
     const stateFor = (file: string): FileState => {
       let st = states.get(file)
@@ -442,11 +548,13 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
               : `its checkpoints are signed by key ${last.keyId}, not by the configured key ${signer.key.key_id}`
           )
         }
+        yield* closeIdle(maxOpen - 1) // room for this one
         const handle = yield* Effect.tryPromise({
           try: () => fs.open(st.file, "a"),
           catch: (cause) => fail(st, `cannot open for append: ${reasonOf(cause)}`, cause)
         })
         st.handle = handle
+        openFiles.set(st.file, st)
         st.tip = tip
         st.lastMs = tip.ts === "" ? 0 : Date.parse(tip.ts) || 0
         st.checkpointed = last.seq
@@ -485,7 +593,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
             st.due = null
             yield* writeCheckpoint(st, next).pipe(Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} failed: ${e.reason}`)))
           }
-        }).pipe(Effect.ensuring(Effect.sync(() => void (st.checkpointing = false))))
+        }).pipe(Effect.ensuring(Effect.sync(() => void (st.checkpointing = false))), Effect.zipRight(trim))
         return Effect.asVoid(Effect.forkDaemon(loop))
       })
 
@@ -494,8 +602,67 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
       Effect.suspend(() => {
         const fh = st.handle
         st.handle = null
+        openFiles.delete(st.file)
         return fh === null ? Effect.void : closeQuietly(fh)
       })
+
+    /** Start a writer for the file's queue (the caller has seen `writing` false). */
+    const startWriter = (st: FileState): void => {
+      st.writing = true
+      // scheduled, not run here: the appends of the same burst queue first and share the batch
+      runFork(drain(st).pipe(Effect.zipRight(trim)), { immediate: false })
+    }
+
+    /** Give the file up after owning it (`writing`): a writer takes over what queued meanwhile. */
+    const release = (st: FileState): Effect.Effect<void> =>
+      Effect.sync(() => {
+        st.writing = false
+        if (st.queue.length > 0) startWriter(st) // (once the sink is closed, the writer fails them)
+      })
+
+    const idle = (st: FileState): boolean => !st.writing && !st.checkpointing && st.queue.length === 0 && st.handle !== null
+
+    /**
+     * Close an idle file: checkpoint its uncovered records (as closing the sink does, so closing loses
+     * no coverage), then close its handle. It keeps its state and its lock; its next append reopens it
+     * (`open` recovers the tail and reads the anchor again). The caller has marked it owned (`writing`)
+     * and taken it out of `openFiles` in the same synchronous step that found it idle, so an append
+     * queues meanwhile and is written once it is closed.
+     */
+    const closeFile = (st: FileState): Effect.Effect<void> =>
+      Effect.suspend(() =>
+        writeCheckpoint(st).pipe(
+          Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} before closing it failed: ${e.reason}`)),
+          Effect.zipRight(reset(st)),
+          Effect.ensuring(release(st)),
+          Effect.uninterruptible
+        )
+      )
+
+    /**
+     * Close least recently used idle files until at most `limit` are open. Busy files are skipped;
+     * they are closed once idle (every writer and checkpoint loop ends with {@link trim}).
+     */
+    const closeIdle = (limit: number): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        // once the sink is closing, its finalizer checkpoints and closes every file
+        while (openFiles.size > limit && !closed) {
+          let victim: FileState | undefined
+          for (const st of openFiles.values()) {
+            if (idle(st)) {
+              victim = st
+              break
+            }
+          }
+          if (victim === undefined) return
+          victim.writing = true
+          openFiles.delete(victim.file)
+          yield* closeFile(victim)
+        }
+      })
+
+    /** back to at most `maxOpen` open files, if some are idle */
+    const trim: Effect.Effect<void> = Effect.suspend(() => (openFiles.size > maxOpen ? closeIdle(maxOpen) : Effect.void))
 
     /**
      * Seal and write one batch, and start its sync: the batch in flight, or null when none of it was
@@ -617,23 +784,32 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
       }).pipe(Effect.uninterruptible)
 
     const append = (runId: string | null, entry: AuditEntry): Effect.Effect<AuditRecord, AuditWriteError> =>
-      Effect.async<AuditRecord, AuditWriteError>((resume) => {
-        const st = stateFor(fileFor(runId))
-        st.queue.push({ entry, resume, record: null, done: false })
-        if (!st.writing) {
-          st.writing = true
-          // scheduled, not run here: the appends of the same burst queue first and share the batch
-          runFork(drain(st), { immediate: false })
-        }
+      Either.match(resolve(runId), {
+        onLeft: (e) => Effect.fail(e),
+        onRight: (file) =>
+          Effect.async<AuditRecord, AuditWriteError>((resume) => {
+            const st = stateFor(file)
+            if (openFiles.has(file)) {
+              // most recently used
+              openFiles.delete(file)
+              openFiles.set(file, st)
+            }
+            st.queue.push({ entry, resume, record: null, done: false })
+            if (!st.writing) startWriter(st)
+          })
       })
 
-    /** Queue nothing: wait for the file's writer to go idle, then checkpoint its tip. */
+    /** Queue nothing: wait for the file to go idle, then checkpoint its tip (owning the file meanwhile). */
     const checkpoint = (runId: string | null): Effect.Effect<void, AuditWriteError> =>
       Effect.gen(function* () {
-        const st = stateFor(fileFor(runId))
+        const st = stateFor(yield* resolve(runId))
         while (st.writing || st.checkpointing) yield* Effect.sleep("1 millis")
-        if (st.handle === null && st.tip.seq === 0) yield* open(st)
-        yield* writeCheckpoint(st)
+        st.writing = true
+        yield* Effect.gen(function* () {
+          if (st.handle === null && st.tip.seq === 0) yield* open(st)
+          yield* writeCheckpoint(st)
+        }).pipe(Effect.ensuring(release(st)), Effect.uninterruptible)
+        yield* trim
       })
 
     return { append, fileFor, checkpoint } as const

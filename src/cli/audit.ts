@@ -35,7 +35,7 @@ const appendOptions = (config: string, key: Option.Option<string>) =>
     const signer = keyFile === null ? null : yield* loadSigner(keyFile)
     return {
       signer,
-      ...(settings === null ? {} : { fsync: settings.audit.fsync, checkpointEvery: settings.audit.checkpoint_every })
+      ...(settings === null ? {} : { fsync: settings.audit.fsync, checkpointEvery: settings.audit.checkpoint_every, maxOpenFiles: settings.audit.max_open_files })
     } satisfies FileSinkOptions
   })
 

@@ -68,6 +68,8 @@ export interface AuditSettings {
   readonly fsync: "always" | "group" | "never"
   /** a signed checkpoint after this many new records (0 = only when a file is closed) */
   readonly checkpoint_every: number
+  /** audit files kept open at most; past that the least recently used idle one is closed (and reopened on demand) */
+  readonly max_open_files: number
   /** absolute path of the Ed25519 private key (PKCS#8 PEM) that signs checkpoints; null = unsigned */
   readonly signing_key: string | null
 }
@@ -138,7 +140,7 @@ export const defaultPathsSettings = (root: string): PathsSettings => ({
 
 export const defaultScoringSettings: ScoringSettings = { shieldagent_model: null, concurrency: 32 }
 
-export const defaultAuditSettings: AuditSettings = { fsync: "group", checkpoint_every: 100, signing_key: null }
+export const defaultAuditSettings: AuditSettings = { fsync: "group", checkpoint_every: 100, max_open_files: 64, signing_key: null }
 
 /** An upstream entry with defaults filled in (for code that builds settings, e.g. the demo). */
 export const makeUpstreamSettings = (
@@ -323,10 +325,11 @@ const scoring: D.Decoder<ScoringSettings> = (n) =>
 
 const auditSection: D.Decoder<AuditSettings> = (n) =>
   Either.gen(function*() {
-    const f = yield* D.fields(n, ["fsync", "checkpoint_every", "signing_key"])
+    const f = yield* D.fields(n, ["fsync", "checkpoint_every", "max_open_files", "signing_key"])
     return {
       fsync: yield* f.get("fsync", D.literal("always", "group", "never"), defaultAuditSettings.fsync),
       checkpoint_every: yield* f.get("checkpoint_every", D.number({ integer: true, min: 0 }), defaultAuditSettings.checkpoint_every),
+      max_open_files: yield* f.get("max_open_files", D.number({ integer: true, min: 1 }), defaultAuditSettings.max_open_files),
       signing_key: yield* f.get("signing_key", optionalKeyFile, defaultAuditSettings.signing_key)
     }
   })

@@ -9,7 +9,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { Effect, Redacted } from "effect"
 import { Settings } from "../config/service.js"
 import { Holds } from "../gate/Holds.js"
-import { errorBody, ProxyError } from "./errors.js"
+import { ProxyError } from "./errors.js"
 import { readJsonObject } from "./forward.js"
 
 const sameToken = (given: string, expected: string) => {
@@ -61,7 +61,7 @@ const decideHold = Effect.gen(function* () {
     return yield* new ProxyError({ code: "invalid_request", message: "note must be a string" })
   }
   const found = yield* holds.decide(id ?? "", body.approved, approver, body.note ?? null)
-  if (!found) return HttpServerResponse.text(errorBody("not_found", `no pending hold ${id}`), { status: 404, contentType: "application/json" })
+  if (!found) return yield* new ProxyError({ code: "not_found", message: `no pending hold ${id}` })
   return HttpServerResponse.unsafeJson({ id, outcome: body.approved ? "approved" : "rejected", approver })
 })
 

@@ -25,7 +25,7 @@ export const auditLayer = (settings: SettingsShape): Layer.Layer<AuditSink, Audi
         new AuditWriteError({ file: settings.audit.signing_key ?? "", reason: `cannot load the signing key: ${e instanceof Error ? e.message : String(e)}` })
     }).pipe(
       Effect.map((signer) =>
-        AuditSink.layerFile(settings.proxy.audit_dir, { fsync: settings.audit.fsync, checkpointEvery: settings.audit.checkpoint_every, signer })
+        AuditSink.layerFile(settings.proxy.audit_dir, { fsync: settings.audit.fsync, checkpointEvery: settings.audit.checkpoint_every, maxOpenFiles: settings.audit.max_open_files, signer })
       )
     )
   )

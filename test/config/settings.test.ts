@@ -98,6 +98,7 @@ describe("decodeSettings: defaults", () => {
       runs_dir: "/srv/bench/runs"
     })
     expect(s.scoring).toEqual({ shieldagent_model: null, concurrency: 32 })
+    expect(s.audit).toEqual({ fsync: "group", checkpoint_every: 100, max_open_files: 64, signing_key: null })
   })
 
   it("treats an empty or null section as all defaults", () => {
@@ -139,6 +140,9 @@ describe("decodeSettings: defaults", () => {
     expect(fail(decode(minimal({ aliases: { a: 1 } }))).path).toBe("aliases.a")
     expect(fail(decode(minimal({ model_defaults: { "qwen3.8-27b": 1 } }))).path).toBe("model_defaults[\"qwen3.8-27b\"]")
     expect(fail(decode(minimal({ scoring: { concurrency: -1 } }))).path).toBe("scoring.concurrency")
+    expect(ok(decode(minimal({ audit: { max_open_files: 1 } }))).audit.max_open_files).toBe(1)
+    expect(fail(decode(minimal({ audit: { max_open_files: 0 } }))).path).toBe("audit.max_open_files")
+    expect(fail(decode(minimal({ audit: { max_open_files: 2.5 } }))).path).toBe("audit.max_open_files")
     expect(fail(decode([1, 2])).reason).toMatch(/expected a mapping/)
   })
 
@@ -368,7 +372,8 @@ describe("configs/vetobench.example.yaml", () => {
     expect(keys.map(([k]) => k)).toEqual(Object.keys(defaultAuditSettings))
     expect(Object.fromEntries(keys.filter(([k]) => k !== "signing_key"))).toEqual({
       fsync: defaultAuditSettings.fsync,
-      checkpoint_every: String(defaultAuditSettings.checkpoint_every)
+      checkpoint_every: String(defaultAuditSettings.checkpoint_every),
+      max_open_files: String(defaultAuditSettings.max_open_files)
     })
   })
 })

@@ -4,11 +4,10 @@
  * checkpoints, and every fsync mode under concurrency.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Logger } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
 import { readFileSync, statSync } from "node:fs"
 import * as fs from "node:fs/promises"
-import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { AuditSink, anchorFileFor, type AuditSinkShape, type FileSinkOptions, type FsyncMode } from "../../layers/AuditSink.js"
@@ -21,23 +20,14 @@ import { verifyAudit } from "../../src/domain/audit-verify.js"
 import { type Checkpoint, publicKeyFromPem, signatureValid, signerFromPem } from "../../src/domain/checkpoint.js"
 import { decided, defaultSettings, Gate, gateLayer, type GateRequest, type JudgeKindPlugin } from "../../src/index.js"
 import { callEntry } from "../support/audit-entry.js"
+import { captureLogs, readOrNull, readText, tempDir as tempDirOf, withSink } from "../support/audit-files.js"
 
 const CHILD = fileURLToPath(new URL("../support/audit-writer-child.ts", import.meta.url))
 
 const entry = (i: number, runId: string | null, args: unknown = { n: i }): CallEntry => callEntry(i, runId, args)
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "vetobench-durability-"))),
-  (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
-)
+const tempDir = tempDirOf("vetobench-durability-")
 
-/** Use a fresh file sink over `dir`; its scope (files, lock, final checkpoint) closes when `f` ends. */
-const withSink = <A, E>(dir: string, options: FileSinkOptions, f: (sink: AuditSinkShape) => Effect.Effect<A, E>) =>
-  Effect.flatMap(AuditSink, f).pipe(Effect.provide(AuditSink.layerFile(dir, options)))
-
-const readText = (file: string) => Effect.promise(() => fs.readFile(file, "utf8"))
-const readOrNull = (file: string) =>
-  Effect.promise(() => fs.readFile(file, "utf8").catch((e: unknown) => ((e as { code?: unknown }).code === "ENOENT" ? null : Promise.reject(e))))
 const exists = (file: string) => Effect.promise(() => fs.access(file).then(() => true, () => false))
 
 interface Line {
@@ -57,17 +47,6 @@ const checkpointsOf = (text: string | null): Array<Checkpoint> =>
     .split("\n")
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l) as Checkpoint)
-
-/** Run `f` with log lines captured. */
-const captureLogs = <A, E, R>(f: Effect.Effect<A, E, R>) =>
-  Effect.gen(function* () {
-    const logs: Array<{ readonly level: string; readonly message: string }> = []
-    const capture = Logger.make(({ logLevel, message }) => {
-      logs.push({ level: logLevel.label, message: Array.isArray(message) ? message.join(" ") : String(message) })
-    })
-    const result = yield* f.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
-    return { result, logs }
-  })
 
 // ---------------------------------------------------------------------------------------------
 // Crash: a child process appending at concurrency 16 (fsync group) is killed with SIGKILL

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Logger } from "effect"
+import { Effect, Either } from "effect"
 import * as fs from "node:fs/promises"
-import * as os from "node:os"
 import * as path from "node:path"
 import {
   AuditMemory,
@@ -11,17 +10,16 @@ import {
   verifyAuditFile
 } from "../../layers/AuditSink.js"
 import { verifyChainText } from "../../src/domain/chain-verify.js"
+import { isRunId, RUN_ID_MAX_LENGTH, runIdProblem } from "../../src/domain/run-id.js"
 import { recordLine } from "../../src/domain/audit-chain.js"
 import type { CallEntry as AuditEntry } from "../../src/domain/audit-record.js"
 import { callEntry } from "../support/audit-entry.js"
+import { captureLogs, tempDir as tempDirOf } from "../support/audit-files.js"
 
 const entry = (i: number, runId: string | null = "run-1", args: unknown = { n: i }): AuditEntry =>
   callEntry(i, runId, args, { judge: "static", call_index: i })
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "vetobench-audit-"))),
-  (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
-)
+const tempDir = tempDirOf("vetobench-audit-")
 
 /** Run `n` appends to one run sequentially through a fresh file layer over `dir`. */
 const appendN = (dir: string, runId: string | null, from: number, n: number) =>
@@ -72,11 +70,7 @@ describe("AuditSink.layerFile", () => {
         torn: true
       })
 
-      const logs: Array<{ level: string; message: string }> = []
-      const capture = Logger.make(({ logLevel, message }) => {
-        logs.push({ level: logLevel.label, message: Array.isArray(message) ? message.join(" ") : String(message) })
-      })
-      const more = yield* appendN(dir, "run-1", 4, 1).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+      const { result: more, logs } = yield* captureLogs(appendN(dir, "run-1", 4, 1))
       expect(more[0]!.seq).toBe(4)
 
       const warnings = logs.filter((l) => l.level === "WARN")
@@ -137,13 +131,13 @@ describe("AuditSink.layerFile", () => {
         const sink = yield* AuditSink
         const recs = yield* Effect.forEach(
           Array.from({ length: 200 }, (_, i) => i + 1),
-          (i) => sink.append("busy run", entry(i, "busy run")),
+          (i) => sink.append("busy-run", entry(i, "busy-run")),
           { concurrency: "unbounded" }
         )
-        return { recs, file: sink.fileFor("busy run") }
+        return { recs, file: sink.fileFor("busy-run") }
       }).pipe(Effect.provide(AuditSink.layerFile(dir)))
       expect(recs.map((r) => r.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
-      expect(file).toBe(path.join(dir, "busy_run.jsonl"))
+      expect(file).toBe(path.join(dir, "busy-run.jsonl"))
       const ls = yield* readLines(file)
       expect(ls).toHaveLength(200)
       const parsed = ls.map((l) => JSON.parse(l) as { seq: number; ts: string })
@@ -263,17 +257,50 @@ describe("AuditSink.layerFile", () => {
 })
 
 describe("auditFileName", () => {
-  it("sanitises run ids", () => {
+  it("is the run id unchanged for a run id, adhoc for null", () => {
     expect(auditFileName(null)).toBe("adhoc.jsonl")
+    expect(auditFileName("pilot-2025.01_a")).toBe("pilot-2025.01_a.jsonl")
+    expect(auditFileName("exp.asbench.qwen3.8-27b.enforce-rules.shard-1-of-4")).toBe("exp.asbench.qwen3.8-27b.enforce-rules.shard-1-of-4.jsonl")
+    expect(auditFileName("a__b")).toBe("a__b.jsonl")
+    expect(auditFileName("x_")).toBe("x_.jsonl")
+    expect(auditFileName("r".repeat(RUN_ID_MAX_LENGTH))).toBe(`${"r".repeat(RUN_ID_MAX_LENGTH)}.jsonl`)
+  })
+
+  it("maps anything else into the grammar (the file sink refuses such ids)", () => {
     expect(auditFileName("")).toBe("adhoc.jsonl")
     expect(auditFileName("/// ")).toBe("adhoc.jsonl")
     expect(auditFileName("___")).toBe("adhoc.jsonl")
-    expect(auditFileName("pilot-2025.01_a")).toBe("pilot-2025.01_a.jsonl")
+    expect(auditFileName("..")).toBe("adhoc.jsonl")
     expect(auditFileName("run 1/ä")).toBe("run_1.jsonl")
     expect(auditFileName("a  b//c")).toBe("a_b_c.jsonl")
-    expect(auditFileName("a__b")).toBe("a__b.jsonl")
     expect(auditFileName("_x_")).toBe("x.jsonl")
-    expect(auditFileName("../../etc/passwd")).toBe(".._.._etc_passwd.jsonl")
+    expect(auditFileName(".x")).toBe("x.jsonl")
+    expect(auditFileName("-x")).toBe("x.jsonl")
+    expect(auditFileName("../../etc/passwd")).toBe("etc_passwd.jsonl")
+    expect(auditFileName("victim.anchor")).toBe("victim_anchor.jsonl")
+    expect(auditFileName("x.jsonl")).toBe("x_jsonl.jsonl")
+    expect(auditFileName("x.LOCK.y")).toBe("x_LOCK.y.jsonl")
+    expect(auditFileName("x.torn-1")).toBe("x_torn-1.jsonl")
+    expect(auditFileName("b".repeat(245))).toBe(`${"b".repeat(RUN_ID_MAX_LENGTH)}.jsonl`)
+    // cut to the maximum length first, so the cut cannot leave a reserved part at the end
+    expect(auditFileName(`${"c".repeat(RUN_ID_MAX_LENGTH - 7)}.anchorage!`)).toBe(`${"c".repeat(RUN_ID_MAX_LENGTH - 7)}_anchor.jsonl`)
+  })
+
+  it("never gives a name outside the grammar", () => {
+    // a deterministic pseudo-random walk over the troublesome characters and parts
+    const parts = ["a", "Z", "9", "_", "-", ".", "/", " ", "ä", "\n", ".anchor", ".jsonl", ".lock", ".torn-", "..", "\u0000"]
+    let seed = 42
+    const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31)
+    for (let n = 0; n < 5_000; n++) {
+      let id = ""
+      const len = next() % 60
+      for (let i = 0; i < len; i++) id += parts[next() % parts.length]!
+      if (next() % 10 === 0) id = id.repeat(8)
+      const name = auditFileName(id)
+      expect(name.endsWith(".jsonl")).toBe(true)
+      expect(runIdProblem(name.slice(0, -".jsonl".length)), JSON.stringify(id)).toBeNull()
+      if (isRunId(id)) expect(name).toBe(`${id}.jsonl`)
+    }
   })
 })
 
