@@ -26,6 +26,7 @@ import type { Scope } from "effect"
 import * as fs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
 import * as path from "node:path"
+import { defaultAuditSettings } from "../src/config/settings.js"
 import { GENESIS_TIP, lastRecordOf, preparedRecord, prepareEntry, recordLine, sealPrepared, sealRecord } from "../src/domain/audit-chain.js"
 import type { VerifyResult } from "../src/domain/chain-verify.js"
 import { readShared, verifyChainParallel } from "./chain-workers.js"
@@ -392,7 +393,7 @@ export interface FileSinkOptions {
 }
 
 /** `audit.max_open_files`'s default */
-export const DEFAULT_MAX_OPEN_FILES = 64
+export const DEFAULT_MAX_OPEN_FILES = defaultAuditSettings.max_open_files
 
 /** A batch written to the file whose sync is under way. */
 interface InFlight {

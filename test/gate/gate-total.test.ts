@@ -11,55 +11,13 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { AuditMemory, AuditSink } from "../../layers/AuditSink.js"
-import { decided, defaultSettings, Gate, gateLayer, type GateRequest, type JudgeKindPlugin, type SettingsShape } from "../../src/index.js"
+import { defaultSettings, Gate, gateLayer, type GateRequest, type SettingsShape } from "../../src/index.js"
+import { misbehaving, MODES } from "../support/misbehaving-judge.js"
 import { makeUpstreamSettings } from "../../src/config/settings.js"
 import { staticPlugin } from "../../judges/static.js"
 import { rulePlugin } from "../../judges/rule/kind.js"
 import { type CallRecord, isCallRecord } from "../../src/domain/audit-record.js"
 import { MAX_JSON_DEPTH } from "../../src/domain/json-depth.js"
-import type { Verdict } from "../../src/domain/verdict.js"
-
-const overflow = (n: number): number => overflow(n + 1) + 1
-
-/** A judge kind that misbehaves as its spec says. */
-const misbehaving: JudgeKindPlugin = Effect.succeed({
-  kind: "misbehaving",
-  make: (name, spec) => {
-    const id = { judge: name, kind: "misbehaving", model: null, version: "v1" }
-    const how = String(spec.how)
-    return Effect.succeed({
-      ...id,
-      cacheable: false,
-      rule: (call) => {
-        switch (how) {
-          case "throws":
-            throw new Error(`plugin bug on ${call.name}`)
-          case "dies-in-sync":
-            return Effect.sync((): Verdict => {
-              throw new TypeError("cannot read properties of undefined")
-            })
-          case "overflows":
-            return Effect.sync(() => decided(id, overflow(0) > 0 ? "allow" : "deny"))
-          case "interrupts":
-            return Effect.interrupt
-          case "hangs":
-            return Effect.never
-          case "not-a-verdict":
-            return Effect.succeed({ decision: "maybe" } as unknown as Verdict)
-          case "bigint-usage":
-            return Effect.succeed({ ...decided(id, "allow"), usage: { tokens: 10n } } as unknown as Verdict)
-          case "commit-dies":
-            return Effect.succeed(decided(id, "allow"))
-          default:
-            return Effect.die(`unknown mode ${how}`)
-        }
-      },
-      ...(how === "commit-dies" ? { commit: () => Effect.die(new Error("commit hook bug")) } : {})
-    })
-  }
-})
-
-const MODES = ["throws", "dies-in-sync", "overflows", "interrupts", "hangs", "not-a-verdict", "bigint-usage"] as const
 
 /** a policy whose RE2 pattern makes the JS engine's backtracking stack overflow on a long value */
 const policyDir = mkdtempSync(path.join(tmpdir(), "vetobench-gate-total-"))
