@@ -17,6 +17,7 @@ import * as path from "node:path"
 import { BUILTIN_JUDGES } from "../../judges/static.js"
 import { ARMS, type Arm, formatRoute, makeRoute, parseRoute, RouteError } from "../domain/route.js"
 import { redactUrl } from "../domain/redact-url.js"
+import { runIdProblem } from "../domain/run-id.js"
 import * as D from "./decode.js"
 import type { ConfigError } from "./errors.js"
 import { type Env, expandEnv } from "./expand.js"
@@ -329,6 +330,19 @@ export const decodeExperiment = (
         const back = parseRoute(route)
         if (back instanceof RouteError || back.model !== model || back.arm !== v.arm || back.judge !== v.judge) {
           return yield* f.child("models").at(i, model).fail(`model '${model}' cannot be routed as ${v.name} ('${route}' reads back differently)`)
+        }
+      }
+    }
+    // every run id the experiment will send as x-vetobench-run must be of the grammar (else a 400 mid-run);
+    // room is kept for the shard suffix `.shard-I-of-N` (N up to 9999)
+    for (const [i, model] of modelList.entries()) {
+      for (const v of variants) {
+        for (const bench of ["asbench", "asb"] as const) {
+          const id = `${runIdFor({ name }, bench, model, v)}.shard-9999-of-9999`
+          const problem = runIdProblem(id)
+          if (problem !== null) {
+            return yield* f.child("models").at(i, model).fail(`model '${model}' with variant ${v.name} gives a run id outside the grammar: ${problem}`)
+          }
         }
       }
     }

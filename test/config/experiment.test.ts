@@ -212,6 +212,12 @@ describe("decodeExperiment: errors name the file and key path", () => {
     expect(ok(decode(minimal({ models: ["m@x"], arms: ["baseline", "enforce"] }))).models).toEqual(["m@x"])
   })
 
+  it("rejects a model whose run ids would fall outside the run-id grammar (the proxy would answer 400 mid-run)", () => {
+    expect(msg(minimal({ models: ["org/model.lock"] }))).toContain("models[0]: model 'org/model.lock' with variant baseline gives a run id outside the grammar")
+    expect(msg(minimal({ models: ["m".repeat(120)] }))).toContain("characters long (at most 128)")
+    expect(ok(decode(minimal({ models: ["qwen3.8-27b"] }))).models).toEqual(["qwen3.8-27b"])
+  })
+
   it("judges must be configured in the settings or built in", () => {
     expect(msg(minimal({ judges: ["small", "nope"] }))).toBe(`${FILE}: judges[1]: judge 'nope' is not configured in configs/vetobench.yaml`)
     expect(ok(decode(minimal({ judges: ["allow-all", "deny-all"] }))).judges).toEqual(["allow-all", "deny-all"])
