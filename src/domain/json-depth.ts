@@ -56,3 +56,17 @@ export const valueDepth = (value: unknown, limit: number = MAX_JSON_DEPTH): numb
 
 /** The message for a value nested deeper than the limit. */
 export const tooDeep = (what: string, limit: number = MAX_JSON_DEPTH): string => `${what} is nested deeper than ${limit} levels`
+
+/** Every number in a parsed value is finite (JSON.parse reads `1e400` as Infinity, which no record can hold). Iterative. */
+export const finiteNumbers = (value: unknown): boolean => {
+  const stack: Array<unknown> = [value]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (typeof v === "number") {
+      if (!Number.isFinite(v)) return false
+    } else if (typeof v === "object" && v !== null) {
+      for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push(child)
+    }
+  }
+  return true
+}

@@ -135,3 +135,31 @@ export const verdictProblem = (v: unknown): string | null => {
   }
   return null
 }
+
+/** How long a verdict's text fields may be in a record: a judge's raw answer, and every other text. */
+export const MAX_RAW_CHARS = 256 * 1024
+export const MAX_TEXT_CHARS = 4096
+
+const cut = (s: string, max: number): string => (s.length > max ? `${s.slice(0, max)} …[truncated ${s.length - max} characters]` : s)
+
+/**
+ * A verdict whose text fits a record: a raw answer longer than MAX_RAW_CHARS, or another text field
+ * longer than MAX_TEXT_CHARS, is cut with a note saying how much was cut (the decision stands). The
+ * same verdict object when nothing is too long.
+ */
+export const boundVerdict = (v: Verdict): Verdict => {
+  const over =
+    v.raw.length > MAX_RAW_CHARS ||
+    [v.judge, v.kind, v.category, v.reason, v.model ?? "", v.version ?? ""].some((t) => t.length > MAX_TEXT_CHARS)
+  if (!over) return v
+  return {
+    ...v,
+    judge: cut(v.judge, MAX_TEXT_CHARS),
+    kind: cut(v.kind, MAX_TEXT_CHARS),
+    category: cut(v.category, MAX_TEXT_CHARS),
+    reason: cut(v.reason, MAX_TEXT_CHARS),
+    raw: cut(v.raw, MAX_RAW_CHARS),
+    model: v.model === null ? null : cut(v.model, MAX_TEXT_CHARS),
+    version: v.version === null ? null : cut(v.version, MAX_TEXT_CHARS)
+  }
+}

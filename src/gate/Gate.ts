@@ -18,7 +18,7 @@ import { Holds } from "./Holds.js"
 import type { CallEntry, CallRecord, LoggedArm } from "../domain/audit-record.js"
 import { renderRefusal } from "../domain/refusal.js"
 import { checkedToolCallView, type ToolCallView } from "../domain/tool-call.js"
-import { type Decision, decided, failed, type Verdict, verdictProblem } from "../domain/verdict.js"
+import { boundVerdict, type Decision, decided, failed, type Verdict, verdictProblem } from "../domain/verdict.js"
 import { isObject } from "../domain/is-object.js"
 
 /** a judge's verdict on one call, with every layer's verdict (one entry for a simple judge) */
@@ -115,7 +115,7 @@ export const make = Effect.gen(function* () {
       Effect.map((exit) => {
         if (Exit.isFailure(exit)) return failedFrom(judge, exit.cause)
         const problem = verdictProblem(exit.value)
-        return problem === null ? exit.value : failed(judge, "error", `invalid verdict: ${problem}`)
+        return problem === null ? boundVerdict(exit.value) : failed(judge, "error", `invalid verdict: ${problem}`)
       })
     )
 

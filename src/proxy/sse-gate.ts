@@ -28,6 +28,8 @@ interface ChoiceState {
   /** text other than whitespace has been streamed in this choice (a refusal note then starts on a new paragraph) */
   hasText: boolean
   finish: string | null
+  /** its calls were ruled and emitted: a client has the calls of this choice numbered from 0 */
+  settled: boolean
 }
 
 const hasText = (content: string): boolean => content.trim() !== ""
@@ -80,7 +82,7 @@ export const makeSseGate = (opts: SseGateOptions) => {
   const state = (i: number): ChoiceState => {
     let s = choices.get(i)
     if (!s) {
-      s = { calls: new Map(), fn: null, hasText: false, finish: null }
+      s = { calls: new Map(), fn: null, hasText: false, finish: null, settled: false }
       choices.set(i, s)
     }
     return s
@@ -89,7 +91,10 @@ export const makeSseGate = (opts: SseGateOptions) => {
   const chunk = (index: number, delta: Record<string, unknown>, finish: string | null) =>
     frame(JSON.stringify({ ...envelope, choices: [{ index, delta, logprobs: null, finish_reason: finish }] }))
 
-  const asCall = (c: PendingCall) => ({ id: c.id, type: c.type, function: { name: c.name, arguments: c.arguments } })
+  const asCall = (c: PendingCall) =>
+    c.type === "custom"
+      ? { id: c.id, type: c.type, custom: { name: c.name, input: c.arguments } }
+      : { id: c.id, type: c.type, function: { name: c.name, arguments: c.arguments } }
 
   /** rule a finished choice and render what the client gets instead of the held deltas */
   const settle = (index: number, s: ChoiceState): Effect.Effect<Array<string>, AuditWriteError> => {
@@ -98,6 +103,7 @@ export const makeSseGate = (opts: SseGateOptions) => {
     const raw: Array<unknown> = fn === null ? tools : [...tools, { ...asCall(fn), id: null }]
     s.calls = new Map()
     s.fn = null
+    s.settled = true
     buffering--
     return opts.gate.ruleChoice(opts.request, index, raw).pipe(
       Effect.map((rulings) => {
@@ -175,6 +181,9 @@ export const makeSseGate = (opts: SseGateOptions) => {
       const delta = isObject(c.delta) ? c.delta : undefined
       if (delta && typeof delta.content === "string" && !s.hasText) s.hasText = hasText(delta.content)
       if (delta && found.calls.length > 0) {
+        // a client numbers a choice's calls once: calls after the choice finished would be read as
+        // parts of the calls already released (the SDKs join deltas by index)
+        if (s.settled) return fail(`an event's choices[${k}] continues with calls after its finish_reason`)
         if (!holding(s)) buffering++
         if (Array.isArray(delta.tool_calls)) {
           for (const tc of delta.tool_calls) {
@@ -259,6 +268,12 @@ const merge = (call: PendingCall, fn: unknown, tc?: Record<string, unknown>): Pe
   if (tc !== undefined && typeof tc.type === "string") call.type = tc.type
   if (isObject(fn) && typeof fn.name === "string") call.name += fn.name
   if (isObject(fn) && typeof fn.arguments === "string") call.arguments += fn.arguments
+  // a custom tool's deltas carry `custom: {name, input}`
+  if (tc !== undefined && isObject(tc.custom)) {
+    if (tc.type === undefined) call.type = "custom"
+    if (typeof tc.custom.name === "string") call.name += tc.custom.name
+    if (typeof tc.custom.input === "string") call.arguments += tc.custom.input
+  }
   return call
 }
 

@@ -38,6 +38,7 @@ const settingsWith = (proxy: Partial<SettingsShape["proxy"]>) =>
     judges: {
       ...Object.fromEntries(MODES.map((m) => [m, { kind: "misbehaving", how: m }])),
       "commit-dies": { kind: "misbehaving", how: "commit-dies" },
+      "huge-raw": { kind: "misbehaving", how: "huge-raw" },
       rules: { kind: "rule", policy: policyFile },
       allow: { kind: "static", decision: "allow" }
     },
@@ -119,6 +120,17 @@ describe("the gate is total", () => {
         expect(records[2]!.tool.arguments).toBe("[[[ not json")
       }))
   }
+
+  it.live("a verdict too large to record is cut with a note; its decision stands; one record", () =>
+    Effect.gen(function* () {
+      const { rulings, records } = yield* ruleWith({}, "huge-raw", [call("a", "{}")])
+      expect(rulings.map((r) => r.blocked)).toEqual([false])
+      expect(records).toHaveLength(1)
+      expect(records[0]!.verdict?.status).toBe("ok")
+      expect(records[0]!.verdict?.raw.length).toBeLessThan(300 * 1024)
+      expect(records[0]!.verdict?.raw).toMatch(/…\[truncated 19737856 characters\]$/)
+      expect(records[0]!.verdict?.category).toMatch(/…\[truncated 5904 characters\]$/)
+    }))
 
   it.live("a commit hook that dies is logged; the rulings and records stand", () =>
     Effect.gen(function* () {

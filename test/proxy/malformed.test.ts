@@ -77,11 +77,12 @@ describe("client mistakes are 400s with the request id", () => {
           [{ messages: [{ role: "user", content: "x" }], tools: { type: "function" } }, "`tools`"],
           [{ messages: [{ role: "user", content: "x" }], tools: ["x"] }, "`tools[0]`"],
           [{ messages: [{ role: "user", content: "x" }], stream: "true" }, "`stream`"],
-          [{ messages: [{ role: "user", content: "x" }], model: 7 }, "`model`"]
+          [{ messages: [{ role: "user", content: "x" }], model: 7 }, "`model`"],
+          [{ messages: [{ role: "user", content: "x" }], temperature: "1e400" }, "too large"]
         ]
         for (const [body, field] of cases) {
           const r = yield* Effect.promise(() =>
-            fetch(`${h.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "agent@enforce:deny-all", ...body }) })
+            fetch(`${h.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "agent@enforce:deny-all", ...body }).replace(`"1e400"`, "1e400") })
           ).pipe(Effect.flatMap((res) => Effect.promise(async () => ({ status: res.status, headers: res.headers, text: await res.text(), json: { choices: [] } }))))
           expectError(r as PostResult, 400, "invalid_request", field)
         }
@@ -240,6 +241,51 @@ describe("upstream answers the gate cannot read", () => {
         expect(rec!.tool.arguments).toBe(args)
       }))
 
+    it.effect("arguments readers would read differently (a key twice, an integer beyond 2^53, 1e400) are ruled as unreadable: fail_policy closed denies", () =>
+      Effect.gen(function* () {
+        const h = yield* Harness
+        const cases = ['{"cmd":"rm -rf /","cmd":"ls"}', '{"amount":10000000000000001}', '{"x":1e400}', '{"a":{"k":1,"\\u006b":2}}']
+        for (const [i, args] of cases.entries()) {
+          hostile.answer = { body: answer({ role: "assistant", content: null, tool_calls: [{ ...CALL, function: { name: "run", arguments: args } }] }) }
+          const r = yield* post(h, { model: "agent@enforce:allow-all" }, { run: `ambiguous-${i}` })
+          expect(r.status, r.text).toBe(200)
+          expect(r.json.choices[0]!.message.tool_calls).toBeNull()
+          const [rec] = h.records(`ambiguous-${i}`)
+          expect(rec!.verdict?.status).toBe("error")
+          expect(rec!.verdict?.reason).toContain("ambiguous")
+          expect(rec!.tool.arguments).toBe(args)
+        }
+        // a plain big float, and an integer within the safe range, are not ambiguous
+        hostile.answer = { body: answer({ role: "assistant", content: null, tool_calls: [{ ...CALL, function: { name: "run", arguments: '{"a":9007199254740991,"b":1.5e300}' } }] }) }
+        const fine = yield* post(h, { model: "agent@enforce:allow-all" }, { run: "ambiguous-ok" })
+        expect(fine.json.choices[0]!.message.tool_calls).toHaveLength(1)
+      }))
+
+    it.effect("custom tool calls are ruled on their name and input; a call of an unknown type is unreadable", () =>
+      Effect.gen(function* () {
+        const h = yield* Harness
+        const custom = { id: "c1", type: "custom", custom: { name: "run", input: "rm -rf /" } }
+        hostile.answer = { body: answer({ role: "assistant", content: null, tool_calls: [custom, { id: "c2", type: "mystery", mystery: { x: 1 } }] }) }
+        const denied = yield* post(h, { model: "agent@enforce:deny-all" }, { run: "custom-deny" })
+        expect(denied.json.choices[0]!.message.tool_calls).toBeNull()
+        const allowed = yield* post(h, { model: "agent@enforce:allow-all" }, { run: "custom-allow" })
+        // the custom call is ruled (allowed); the unknown type is unreadable (fail_policy closed: removed)
+        expect(allowed.json.choices[0]!.message.tool_calls).toEqual([custom])
+        expect(h.records("custom-allow").map((r) => [r.tool.name, r.tool.arguments, r.verdict?.status, r.blocked])).toEqual([
+          ["run", "rm -rf /", "ok", false],
+          ["", "", "error", true]
+        ])
+        // streamed: custom deltas are assembled and re-emitted in the custom shape
+        const chunk = (delta: unknown, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
+        hostile.answer = {
+          contentType: "text/event-stream",
+          body: [chunk({ tool_calls: [{ index: 0, id: "c1", type: "custom", custom: { name: "run", input: "rm -" } }] }), chunk({ tool_calls: [{ index: 0, custom: { input: "rf /" } }] }), chunk({}, "tool_calls"), "data: [DONE]\n\n"]
+        }
+        const s = yield* post(h, { model: "agent@enforce:allow-all", stream: true }, { run: "custom-stream" })
+        expect(s.text).toContain('"custom":{"name":"run","input":"rm -rf /"}')
+        expect(h.records("custom-stream").map((r) => [r.tool.name, r.tool.arguments])).toEqual([["run", "rm -rf /"]])
+      }))
+
     it.effect("a non-SSE answer to a streaming request ends with an error event, not a made-up finish", () =>
       Effect.gen(function* () {
         const h = yield* Harness
@@ -289,14 +335,16 @@ describe("upstream answers the gate cannot read", () => {
           ["nan-event", 'data: {"x": NaN, "choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"name":"rm","arguments":"{}"}}]}}]}\n\n'],
           ["bad-index", 'data: {"choices":[{"index":-1,"delta":{"tool_calls":[]}}]}\n\n'],
           ["huge-index", 'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1e300,"function":{"name":"rm"}}]}}]}\n\n'],
-          ["message-in-chunk", `data: ${JSON.stringify({ choices: [{ index: 0, message: { tool_calls: [CALL] } }] })}\n\n`]
+          ["message-in-chunk", `data: ${JSON.stringify({ choices: [{ index: 0, message: { tool_calls: [CALL] } }] })}\n\n`],
+          // calls after the choice finished: a client would join them to the calls already released (by index)
+          ["calls-after-finish", `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] })}\n\ndata: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { name: "rm", arguments: "{}" } }] } }] })}\n\n`]
         ] as const) {
           hostile.answer = { contentType: "text/event-stream", body: [good, bad, `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 2, function: { name: "after", arguments: "{}" } }] } }] })}\n\n`, "data: [DONE]\n\n"] }
           const r = yield* post(h, { model: "agent@enforce:allow-all", stream: true }, { run })
           const events = sseEvents(r.text)
           expect(JSON.parse(events[events.length - 1]!)).toMatchObject({ error: { code: "upstream_invalid_response" } })
           expect(r.text).not.toContain('"rm"')
-          expect(r.text).not.toContain("after")
+          expect(r.text).not.toContain(`"after"`)
           expect(h.records(run).map((x) => x.tool.name)).toEqual(["delete_file"])
         }
       }))

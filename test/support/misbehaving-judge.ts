@@ -36,6 +36,8 @@ export const misbehaving: JudgeKindPlugin = Effect.succeed({
             return Effect.succeed({ decision: "maybe" } as unknown as Verdict)
           case "bigint-usage":
             return Effect.succeed({ ...decided(id, "allow"), usage: { tokens: 10n } } as unknown as Verdict)
+          case "huge-raw":
+            return Effect.succeed(decided(id, "allow", { raw: "\u0001".repeat(20_000_000), category: "c".repeat(10_000) }))
           case "commit-dies":
             return Effect.succeed(decided(id, "allow"))
           default:

@@ -86,6 +86,8 @@ export interface GenChoice {
   readonly finish: string | null
   /** a decoy duplicate `tool_calls` key: before or after the real one, with these calls (or null) */
   readonly decoy: { readonly where: "before" | "after"; readonly calls: ReadonlyArray<GenCall> | null } | null
+  /** streamed only: a further call (at index 0 again) after the choice's finish, then another finish */
+  readonly again: GenCall | null
 }
 
 const genChoice: fc.Arbitrary<GenChoice> = fc.record({
@@ -96,7 +98,8 @@ const genChoice: fc.Arbitrary<GenChoice> = fc.record({
   decoy: fc.option(
     fc.record({ where: fc.constantFrom("before" as const, "after" as const), calls: fc.option(fc.array(genCall, { minLength: 1, maxLength: 2 }), { nil: null }) }),
     { freq: 3, nil: null }
-  )
+  ),
+  again: fc.option(genCall, { freq: 6, nil: null })
 })
 
 export interface GenAnswer {
@@ -184,6 +187,10 @@ const choiceChunks = (c: GenChoice, index: number): Array<J> => {
     out.push(chunk(obj(["function_call", obj(["arguments", c.fn.arguments])])))
   }
   out.push(chunk(obj(), c.finish))
+  if (c.again !== null) {
+    out.push(chunk(obj(["tool_calls", arr(callJ(c.again, 0))])))
+    out.push(chunk(obj(), "tool_calls"))
+  }
   return out
 }
 
