@@ -153,7 +153,8 @@ export const make = (settings: SettingsShape) =>
         settings.upstreams.find((x) => x.models.includes(model)) ?? settings.upstreams.find((x) => x.models.length === 0)
       return u ? Either.right({ upstream: u, model, defaults: settings.model_defaults[model] }) : Either.left(new NoRoute({ model }))
     }
-    const resolve = (model: string) => target(settings.aliases[model] ?? model)
+    // own keys only: a model named `constructor` or `__proto__` is not an alias
+    const resolve = (model: string) => target((Object.hasOwn(settings.aliases, model) ? settings.aliases[model] : undefined) ?? model)
 
     const send: UpstreamsShape["send"] = (t, path, body, opts = {}) => {
       const u = t.upstream

@@ -50,7 +50,7 @@ export class ProxyError extends Data.TaggedError("ProxyError")<{
 
 /** The error body; `request_id` (the response's `x-request-id`) lets an operator find the request's log line. */
 export const errorBody = (code: ProxyErrorCode | string, message: string, requestId: string | null = null) =>
-  JSON.stringify({ error: { message: redactUrlsIn(message), type: "vetobench_error", code, ...(requestId !== null ? { request_id: requestId } : {}) } })
+  JSON.stringify({ error: { message: message.includes("://") ? redactUrlsIn(message) : message, type: "vetobench_error", code, ...(requestId !== null ? { request_id: requestId } : {}) } })
 
 export const errorResponse = (e: ProxyError, requestId: string | null = null, headers: Record<string, string> = {}) =>
   HttpServerResponse.text(errorBody(e.code, e.message, requestId), {

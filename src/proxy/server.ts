@@ -2,11 +2,14 @@
  * Serving the proxy: bind (127.0.0.1 by default), expose the bound URL, and shut down gracefully —
  * in-flight requests get `proxy.shutdown_grace_s`, then remaining connections are closed.
  */
-import { createServer } from "node:http"
+import { randomUUID } from "node:crypto"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { Duplex } from "node:stream"
 import { HttpMiddleware, HttpServer } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer } from "effect"
 import { app } from "./app.js"
+import { errorBody } from "./errors.js"
 
 export interface ProxyServerInfo {
   /** e.g. http://127.0.0.1:8080 (clients use `${url}/v1`) */
@@ -24,10 +27,34 @@ export interface ServeOptions {
 const urlOf = (a: HttpServer.Address, host: string) =>
   a._tag === "UnixAddress" ? `http://unix:${a.path}` : `http://${host.includes(":") ? `[${host}]` : host}:${a.port}`
 
+/**
+ * A request Node's HTTP parser refuses (a malformed chunked body, bad header syntax) never reaches
+ * the app: it still gets the route's JSON error shape and a request id, instead of an empty 400.
+ */
+const answerMalformed = (err: Error & { code?: string }, socket: Duplex) => {
+  if (err.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const id = randomUUID().replace(/-/g, "")
+  const tooLarge = err.code === "HPE_HEADER_OVERFLOW"
+  const body = errorBody(tooLarge ? "headers_too_large" : "invalid_request", `malformed HTTP request (${err.code ?? err.message})`, id)
+  socket.end(
+    `HTTP/1.1 ${tooLarge ? "431 Request Header Fields Too Large" : "400 Bad Request"}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${id}\r\nconnection: close\r\n\r\n${body}`
+  )
+}
+
 export const layer = (opts: ServeOptions) =>
   Layer.unwrapEffect(
     Effect.sync(() => {
       const server = createServer({ keepAliveTimeout: 65_000 })
+      server.on("clientError", answerMalformed)
+      server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
+        const id = randomUUID().replace(/-/g, "")
+        const body = errorBody("invalid_request", `unsupported Expect header: ${String(req.headers.expect).slice(0, 60)}`, id)
+        res.writeHead(417, { "content-type": "application/json", "x-request-id": id, "content-length": Buffer.byteLength(body) }).end(body)
+      })
       // released before the server: arms the deadline that ends connections still open
       const grace = Layer.scopedDiscard(
         Effect.gen(function* () {

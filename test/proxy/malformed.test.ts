@@ -7,6 +7,7 @@
  * with every call seen recorded), tool arguments nested too deep (ruled and recorded, fail_policy).
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
+import * as net from "node:net"
 import * as path from "node:path"
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
@@ -121,6 +122,39 @@ describe("client mistakes are 400s with the request id", () => {
           return { status: res.status, headers: res.headers, text: await res.text(), json: { choices: [] } } as PostResult
         })
         expect(expectError(bad, 400, "invalid_json").request_id).toBe("mine-1")
+      }))
+
+    it.effect("requests Node's HTTP parser refuses, and models named like Object's own properties, get JSON errors with a request id", () =>
+      Effect.gen(function* () {
+        const h = yield* Harness
+        const { port, hostname } = new URL(h.url)
+        const raw = (text: string) =>
+          Effect.promise(
+            () =>
+              new Promise<string>((resolve) => {
+                const socket = net.connect(Number(port), hostname, () => socket.write(text))
+                let got = ""
+                socket.on("data", (d) => (got += d.toString("utf8")))
+                socket.on("close", () => resolve(got))
+                socket.on("error", () => resolve(got))
+              })
+          )
+        const parse = (response: string) => {
+          const [head = "", body = ""] = response.split("\r\n\r\n")
+          return { status: Number(head.split(" ")[1]), id: /x-request-id: (\w+)/i.exec(head)?.[1], body: JSON.parse(body) as { error: { code: string; request_id: string } } }
+        }
+        const chunked = parse(
+          yield* raw(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`)
+        )
+        expect(chunked.status).toBe(400)
+        expect(chunked.body.error).toMatchObject({ code: "invalid_request", request_id: chunked.id })
+        const expectation = parse(yield* raw(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nexpect: foo\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`))
+        expect(expectation.status).toBe(417)
+        expect(expectation.body.error.request_id).toBe(expectation.id)
+        for (const model of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+          const r = yield* post(h, { model })
+          expect(expectError(r, 404, "no_upstream").message).toContain(`'${model}'`)
+        }
       }))
 
     it.effect("a bounded fuzz of 2,000 malformed requests: no 5xx, the proxy healthy after, every chain verifies", () =>
