@@ -5,9 +5,9 @@
  *   A run id picks a file name, so only ids of the grammar in src/domain/run-id.ts are accepted: any
  *   other fails with an `AuditWriteError` naming the grammar, and no file is touched.
  *   Files are opened lazily on a run's first append. At most `maxOpenFiles` (`audit.max_open_files`)
- *   are kept open: past that the least recently used idle file is closed (after a checkpoint of its
- *   uncovered records, as on close) and reopened by its next append; the rest are closed when the
- *   layer's scope closes. On every open the tail of an existing file is read to continue `seq` and the
+ *   are kept open: past that the least recently used idle file is closed (after a final checkpoint of
+ *   its records, `final: true`, as on close) and reopened by its next append; the rest are closed when
+ *   the layer's scope closes. On every open the tail of an existing file is read to continue `seq` and the
  *   chain; a torn last line is moved to `<file>.torn-<epoch ms>`, the file is truncated to its last
  *   complete line and a warning is logged (see `repairTornTail`). The anchor file's torn last line is
  *   repaired the same way (the same code) before its last checkpoint is read.
@@ -70,7 +70,10 @@ export interface AuditSinkShape {
    * fail with one.
    */
   readonly fileFor: (runId: string | null) => string
-  /** Write a checkpoint for the run now (after the records appended so far), if it has new records. */
+  /**
+   * Write a checkpoint for the run now (after the records appended so far), if it has new records. It says
+   * `final: false`: the file stays open (closing the sink, or an idle file, writes the final one).
+   */
   readonly checkpoint: (runId: string | null) => Effect.Effect<void, AuditWriteError>
 }
 
@@ -255,6 +258,8 @@ export const anchorFileFor = (file: string): string => file.replace(/\.jsonl$/, 
 interface LastCheckpoint {
   readonly seq: number
   readonly keyId: string | null
+  /** the writer closed the file with it (`final: true`); false for a periodic one, or one without the field */
+  readonly final: boolean
 }
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -269,8 +274,9 @@ const checkpointOfLine = (line: string): LastCheckpoint | null => {
   }
   if (!isObject(c) || c.schema !== ANCHOR_SCHEMA || typeof c.head !== "string") return null
   if (typeof c.seq !== "number" || !Number.isSafeInteger(c.seq) || c.seq < 0) return null
-  if (c.key === null) return { seq: c.seq, keyId: null }
-  return isObject(c.key) && typeof c.key.key_id === "string" ? { seq: c.seq, keyId: c.key.key_id } : null
+  const final = c.final === true
+  if (c.key === null) return { seq: c.seq, keyId: null, final }
+  return isObject(c.key) && typeof c.key.key_id === "string" ? { seq: c.seq, keyId: c.key.key_id, final } : null
 }
 
 /**
@@ -282,7 +288,7 @@ const checkpointOfLine = (line: string): LastCheckpoint | null => {
 const lastCheckpoint = (anchor: string): Effect.Effect<LastCheckpoint, AuditWriteError> =>
   Effect.flatMap(recover(anchor), ({ tail }) => {
     const last = tail.trimEnd().split("\n").pop() ?? ""
-    if (last.trim() === "") return Effect.succeed({ seq: 0, keyId: null })
+    if (last.trim() === "") return Effect.succeed({ seq: 0, keyId: null, final: false })
     const c = checkpointOfLine(last)
     return c !== null
       ? Effect.succeed(c)
@@ -420,6 +426,8 @@ interface FileState {
   readonly anchor: string
   /** seq covered by the last checkpoint */
   checkpointed: number
+  /** the last checkpoint is a final one (`final: true`: the file was closed with it) */
+  lastFinal: boolean
   /** the newest durable tip whose checkpoint is due and not yet being written */
   due: ChainTip | null
   /** seq of the newest checkpoint written or due (what "every N records" counts from) */
@@ -485,7 +493,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         yield* Effect.forEach(
           states.values(),
           (st) =>
-            writeCheckpoint(st).pipe(
+            writeCheckpoint(st, true).pipe(
               Effect.catchAll((e) => Effect.logError(`audit: final checkpoint of ${st.file} failed: ${e.reason}`)),
               Effect.zipRight(st.handle === null ? Effect.void : closeQuietly(st.handle)),
               Effect.zipRight(st.locked ? releaseLock(st.file) : Effect.void)
@@ -510,6 +518,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           file,
           anchor: anchorFileFor(file),
           checkpointed: 0,
+          lastFinal: false,
           due: null,
           scheduled: 0,
           checkpointing: false,
@@ -559,18 +568,26 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         st.tip = tip
         st.lastMs = tip.ts === "" ? 0 : Date.parse(tip.ts) || 0
         st.checkpointed = last.seq
+        st.lastFinal = last.final
         st.scheduled = last.seq
         return handle
       })
 
-    /** Append a checkpoint of `tip` (by default the file's, all of it durable) to the anchor file (nothing when already covered). */
-    const writeCheckpoint = (st: FileState, tip: ChainTip = st.tip): Effect.Effect<void, AuditWriteError> =>
+    /**
+     * Append a checkpoint of `tip` (by default the file's, all of it durable) to the anchor file. `final`:
+     * the file is being closed with it (on the sink's close, or an idle file's): it says so (signed), and
+     * is written even when the last checkpoint covers the tip already, unless that one is final too: a
+     * verifier then knows the writer closed the file there and no record was cut after it. Otherwise
+     * (every N records, `checkpoint()`), nothing when already covered.
+     */
+    const writeCheckpoint = (st: FileState, final: boolean, tip: ChainTip = st.tip): Effect.Effect<void, AuditWriteError> =>
       Effect.suspend(() => {
-        if (tip.seq === 0 || tip.seq <= st.checkpointed) return Effect.void
-        const c = makeCheckpoint({ file: path.basename(st.file), seq: tip.seq, head: tip.hash, ts: new Date().toISOString() }, signer)
+        if (tip.seq === 0 || tip.seq < st.checkpointed || (tip.seq === st.checkpointed && (!final || st.lastFinal))) return Effect.void
+        const c = makeCheckpoint({ file: path.basename(st.file), seq: tip.seq, head: tip.hash, ts: new Date().toISOString(), final }, signer)
         return appendDurably(st.anchor, JSON.stringify(c) + "\n", fsync !== "never").pipe(
           Effect.map(() => {
             st.checkpointed = c.seq
+            st.lastFinal = final
             st.scheduled = Math.max(st.scheduled, c.seq)
           })
         )
@@ -592,7 +609,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           while (st.due !== null) {
             const next = st.due
             st.due = null
-            yield* writeCheckpoint(st, next).pipe(Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} failed: ${e.reason}`)))
+            yield* writeCheckpoint(st, false, next).pipe(Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} failed: ${e.reason}`)))
           }
         }).pipe(Effect.ensuring(Effect.sync(() => void (st.checkpointing = false))), Effect.zipRight(trim))
         return Effect.asVoid(Effect.forkDaemon(loop))
@@ -624,15 +641,15 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
     const idle = (st: FileState): boolean => !st.writing && !st.checkpointing && st.queue.length === 0 && st.handle !== null
 
     /**
-     * Close an idle file: checkpoint its uncovered records (as closing the sink does, so closing loses
-     * no coverage), then close its handle. It keeps its state and its lock; its next append reopens it
-     * (`open` recovers the tail and reads the anchor again). The caller has marked it owned (`writing`)
-     * and taken it out of `openFiles` in the same synchronous step that found it idle, so an append
-     * queues meanwhile and is written once it is closed.
+     * Close an idle file: a final checkpoint of its records (as closing the sink does, so closing loses
+     * no coverage and the anchor says the file was closed there), then close its handle. It keeps its
+     * state and its lock; its next append reopens it (`open` recovers the tail and reads the anchor
+     * again). The caller has marked it owned (`writing`) and taken it out of `openFiles` in the same
+     * synchronous step that found it idle, so an append queues meanwhile and is written once it is closed.
      */
     const closeFile = (st: FileState): Effect.Effect<void> =>
       Effect.suspend(() =>
-        writeCheckpoint(st).pipe(
+        writeCheckpoint(st, true).pipe(
           Effect.catchAll((e) => Effect.logError(`audit: checkpoint of ${st.file} before closing it failed: ${e.reason}`)),
           Effect.zipRight(reset(st)),
           Effect.ensuring(release(st)),
@@ -808,7 +825,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         st.writing = true
         yield* Effect.gen(function* () {
           if (st.handle === null && st.tip.seq === 0) yield* open(st)
-          yield* writeCheckpoint(st)
+          yield* writeCheckpoint(st, false)
         }).pipe(Effect.ensuring(release(st)), Effect.uninterruptible)
         yield* trim
       })

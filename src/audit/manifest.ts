@@ -19,12 +19,14 @@ export const manifestFiles = (outputs: ReadonlyArray<string>): Effect.Effect<Man
     })
   )
 
-/** Append the manifest to `runId`'s chain in the sink and checkpoint it. */
+/**
+ * Append the manifest to `runId`'s chain in the sink. The run's final record: closing the sink (the
+ * command's scope, right after) writes the final checkpoint (`final: true`) that covers it. A
+ * `sink.checkpoint` here would only add a periodic one (`final: false`) before it, covering the same record.
+ */
 export const appendManifest = (runId: string, outputs: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const files = yield* manifestFiles(outputs)
     const sink = yield* AuditSink
-    const record = yield* sink.append(runId, { type: "manifest", run_id: runId, files })
-    yield* sink.checkpoint(runId)
-    return record
+    return yield* sink.append(runId, { type: "manifest", run_id: runId, files })
   })

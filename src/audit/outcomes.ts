@@ -87,7 +87,10 @@ const outcomeFor = (call: CallRecord, outcome: OutcomeEntry["outcome"], source: 
   source
 })
 
-/** Read the audit file and results, append the planned outcome records through the sink, checkpoint. */
+/**
+ * Read the audit file and results and append the planned outcome records through the sink. Closing the
+ * sink (the command's scope, right after) writes the final checkpoint (`final: true`) that covers them.
+ */
 export const appendOutcomes = (runId: string, auditFile: string, resultsFile: string | null) =>
   Effect.gen(function* () {
     const read = (f: string) =>
@@ -102,6 +105,5 @@ export const appendOutcomes = (runId: string, auditFile: string, resultsFile: st
     const plan = planOutcomes(records, results, resultsFile ?? "")
     const sink = yield* AuditSink
     yield* Effect.forEach(plan.entries, (e) => sink.append(runId, e), { discard: true })
-    yield* sink.checkpoint(runId)
     return plan
   })

@@ -2,7 +2,8 @@
  * `vetobench verify-audit FILE… [--anchor FILE] [--pubkey FILE] [--json] [--strict]` — one line
  * per file: OK (every check made and passed), PARTIAL (nothing failed, but some checks could not
  * be made: without --pubkey, nothing is authenticated; with it, records after the last signed
- * checkpoint of a file its writer still holds), FAIL (see docs/audit-format.md). Exit codes: 0 when
+ * checkpoint of a file its writer still holds, or its last checkpoint not being final), FAIL (see
+ * docs/audit-format.md: with --pubkey, also a file no writer holds whose last checkpoint is not final). Exit codes: 0 when
  * every file is OK, 1 when one failed (or, with --strict, is PARTIAL), 3 when none failed but one is
  * PARTIAL, 2 on a usage error. An anchor file among the FILEs (`runs/audit/*.jsonl` names them too)
  * is checked with its audit file.
@@ -16,8 +17,8 @@ import { CliFailure, configOption } from "./options.js"
 export const PARTIAL_EXIT_CODE = 3
 
 const files = Args.text({ name: "FILE" }).pipe(Args.atLeast(1), Args.withDescription("audit JSONL files (anchor files among them are checked with their audit file)"))
-const anchor = Options.text("anchor").pipe(Options.optional, Options.withDescription("the anchor file (default: <name>.anchor.jsonl beside <name>.jsonl; only with one FILE)"))
-const pubkey = Options.text("pubkey").pipe(Options.optional, Options.withDescription("the signer's public key (PEM): every record must be covered by a checkpoint it signed"))
+const anchor = Options.text("anchor").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("the anchor file (default: <name>.anchor.jsonl beside <name>.jsonl; only with one FILE), e.g. a copy kept elsewhere"))
+const pubkey = Options.text("pubkey").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("the signer's public key (PEM): every record must be covered by a checkpoint it signed, the last one final once the file is closed"))
 const json = Options.boolean("json").pipe(Options.withDescription("print the full results as JSON"))
 const strict = Options.boolean("strict").pipe(Options.withDescription("exit 1, not 3, when a file is only partially verified"))
 

@@ -10,6 +10,17 @@
  * - a file with records and no checkpoint (no anchor, or an empty one) fails: nothing signed covers it;
  * - records after the last checkpoint fail when no writer holds the file (its `<file>.lock`: the caller
  *   says, {@link WriterLock}), and are "not checked" (partial) while one does.
+ * Cutting the file and its anchor back to an earlier checkpoint leaves no record uncovered, so a
+ * checkpoint also says (signed) whether the writer closed the file with it (`final`). When the last
+ * checkpoint carries the field (the format since it exists: a writer writes it in every checkpoint), it
+ * must be final:
+ * - a last checkpoint with `final: false` fails when no writer holds the file (the writer did not close
+ *   the file there: records after it may have been cut), and is "not checked" while one does (the lock
+ *   is not signed: it never turns a failure into ok);
+ * - a last checkpoint without the field (written before it existed) is judged as before: it cannot say.
+ * Without the key nobody can add, flip or remove the field of a checkpoint; dropping checkpoint lines
+ * leaves a last line that carries it. What stays undetectable: a cut back to an earlier final checkpoint
+ * (the file was closed there, then reopened), or to a checkpoint written before the field existed.
  * Without a trusted key nothing is authenticated: the result is partial at best, and every gap in
  * coverage is "not checked".
  */
@@ -86,6 +97,7 @@ const parseAnchor = (text: string): Array<Checkpoint> | string => {
     if (!isObject(c) || c.schema !== ANCHOR_SCHEMA || typeof c.seq !== "number" || typeof c.head !== "string") {
       return `checkpoint ${i + 1}: not a ${ANCHOR_SCHEMA} checkpoint`
     }
+    if ("final" in c && typeof c.final !== "boolean") return `checkpoint ${i + 1}: final is not a boolean`
     const dup = duplicateKey(line)
     if (dup !== null) return `checkpoint ${i + 1}: duplicate key ${JSON.stringify(dup)} (refused: JSON readers disagree on which value counts)`
     out.push(c as unknown as Checkpoint)
@@ -129,7 +141,7 @@ const checkAnchor = (fileName: string, hashes: ReadonlyArray<string>, checkpoint
     last = c.seq
   }
   const uncovered = hashes.length - last
-  if (uncovered === 0) return { status: "ok", message: `${checkpoints.length} checkpoint(s) cover all records` }
+  if (uncovered === 0) return closedCheck(checkpoints, coverage)
   const covered = `${checkpoints.length} checkpoint(s) cover records 1–${last}`
   const tail = recordsText(last + 1, hashes.length)
   if (coverage.writer !== null) {
@@ -143,6 +155,31 @@ const checkAnchor = (fileName: string, hashes: ReadonlyArray<string>, checkpoint
           `checkpoints were removed, or the writer stopped without closing the file`
       }
     : { status: "not-checked", message: `${covered}; ${uncovered} later record(s) not yet covered` }
+}
+
+/**
+ * The checkpoints cover every record: was the file closed after the last one? A last checkpoint with
+ * `final: false` was written while the file stayed open: the records after it may have been cut (with
+ * the checkpoints that covered them) unless a writer still holds the file. One without the field
+ * (written before it existed) cannot say, and is judged as before.
+ */
+const closedCheck = (checkpoints: ReadonlyArray<Checkpoint>, coverage: Coverage): Check => {
+  const n = checkpoints.length
+  const lastFinal = checkpoints[n - 1]!.final
+  const all = `${n} checkpoint(s) cover all records`
+  if (lastFinal !== false) return { status: "ok", message: all }
+  const notFinal = `${all}, but checkpoint ${n}, the last, is not final`
+  if (coverage.writer !== null) {
+    return { status: "not-checked", message: `${notFinal}: ${writerText(coverage.writer)} and has not closed it yet` }
+  }
+  return coverage.required
+    ? {
+        status: "failed",
+        message:
+          `${notFinal}: the file was not closed by its writer after this checkpoint: records may have been cut ` +
+          `(no writer holds the file, and closing it writes a final checkpoint)`
+      }
+    : { status: "not-checked", message: `${notFinal}: the file was not closed by its writer after it; later records may have been cut` }
 }
 
 const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: CheckpointKey | null, records: number): Check => {

@@ -305,3 +305,46 @@ export const duplicateKey = (text: string): string | null => {
   }
   return null
 }
+
+/**
+ * The first number literal of the JSON text `text` that is not spelled as the canonical form (RFC 8785:
+ * `JSON.stringify`) spells the number `JSON.parse` reads from it, with that canonical spelling; null when
+ * every number is canonical. `text` must be valid JSON (parse it first): the scan only skips its strings.
+ *
+ * The hash covers the canonical text of the parsed record, so every spelling of a number that parses to
+ * the same double gives the same hash: `10000000000000001` reads as 1e16 in JavaScript (hashed as
+ * `10000000000000000`) but as the integer 10000000000000001 in Python. Our writer writes canonical
+ * numbers only, so a record line may hold no other spelling (`1.0`, `1e2`, `-0`, `0.10`, digits beyond
+ * a double's precision): the literal is then the very text that was hashed, whatever a reader makes of it.
+ */
+export const nonCanonicalNumber = (text: string): { readonly literal: string; readonly canonical: string } | null => {
+  const n = text.length
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      // skip the string: to its closing quote, over escapes
+      let j = i + 1
+      for (;;) {
+        const q = text.indexOf('"', j)
+        if (q < 0) return null
+        let backslashes = 0
+        while (text.charCodeAt(q - 1 - backslashes) === 0x5c) backslashes++
+        j = q + 1
+        if (backslashes % 2 === 0) break
+      }
+      i = j - 1
+    } else if (c === 0x2d || (c >= 48 && c <= 57)) {
+      let j = i + 1
+      for (; j < n; j++) {
+        const d = text.charCodeAt(j)
+        // digits, ".", "e", "E", "+", "-": the rest of the literal
+        if (!((d >= 48 && d <= 57) || d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === 0x2d)) break
+      }
+      const literal = text.slice(i, j)
+      const canonical = JSON.stringify(Number(literal))
+      if (canonical !== literal) return { literal, canonical }
+      i = j - 1
+    }
+  }
+  return null
+}

@@ -7,12 +7,13 @@
  * a file can be scanned in parallel (layers/chain-workers.ts). {@link linkLines} then walks the lines
  * in order: `seq` and the link to the previous record for the canonical lines, and the reference check
  * (JSON.parse + `recordHash`, after the fast text reader) for every other line, which also gives every
- * failure its message. The result is the reference verification's, line for line.
+ * failure its message, and refuses a number not spelled canonically (a canonical line has none). The
+ * result is the reference verification's, line for line.
  */
 import { recordHash, sha256Hex } from "./audit-chain.js"
 import { GENESIS_HASH, HASH_PREFIX } from "./audit-record.js"
 import { canonicalizeObjectText } from "./canonical-json.js"
-import { asciiSlice, duplicateKey, readCanonicalRecordLine } from "./canonical-line.js"
+import { asciiSlice, duplicateKey, nonCanonicalNumber, readCanonicalRecordLine } from "./canonical-line.js"
 import { isObject } from "./is-object.js"
 
 export interface VerifyResult {
@@ -73,8 +74,22 @@ const verifiedHash = (line: string, n: number, prev: string): string | null => {
  * A record line's text (line `lineNo` of the file, 1-based, blank lines counted) checked at position `n`
  * after `prev`: its hash, or why it fails. A line with a duplicate key is refused: which of its values
  * counts depends on the reader (`JSON.parse` keeps the last), so what it shows need not be what was hashed.
+ * So is a record whose hash verifies but one of whose numbers is not spelled canonically (`1.0`,
+ * `10000000000000001`): the hash is over the number JavaScript reads, and other readers read another.
  */
 const checkLine = (line: string, n: number, prev: string, lineNo: number): { readonly hash: string } | string => {
+  const checked = checkLineHash(line, n, prev, lineNo)
+  if (typeof checked === "string") return checked
+  const respelled = nonCanonicalNumber(line)
+  const shown = (t: string) => (t.length > 40 ? `${t.slice(0, 40)}…` : t)
+  return respelled === null
+    ? checked
+    : `number ${shown(respelled.literal)} at line ${lineNo} is not in canonical form (${shown(respelled.canonical)}) ` +
+        `(refused: the hash covers the number JavaScript reads, and JSON readers disagree on its value)`
+}
+
+/** {@link checkLine} but for the spelling of numbers. */
+const checkLineHash = (line: string, n: number, prev: string, lineNo: number): { readonly hash: string } | string => {
   const fast = verifiedHash(line, n, prev)
   if (fast !== null) return { hash: fast }
   let rec: unknown

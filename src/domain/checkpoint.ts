@@ -1,8 +1,10 @@
 /**
  * Signed checkpoints (architecture decision 7): every N records, and when a file is closed, the
- * sink appends `{seq, head, count, ts}` for the run to `<run>.anchor.jsonl`, signed with Ed25519
- * over a domain-separated RFC 8785 form. A checkpoint pins the chain's head, so a truncated tail
- * or a rewritten file is detectable as long as the anchor (or its signer) is trusted.
+ * sink appends `{seq, head, count, final, ts}` for the run to `<run>.anchor.jsonl`, signed with
+ * Ed25519 over a domain-separated RFC 8785 form. A checkpoint pins the chain's head, so a truncated
+ * tail or a rewritten file is detectable as long as the anchor (or its signer) is trusted; `final`
+ * (signed too) says whether the writer closed the file with it, so cutting the file and its anchor
+ * back to an earlier periodic checkpoint is detectable as well (see domain/audit-verify).
  */
 import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from "node:crypto"
 import { canonicalize } from "./canonical-json.js"
@@ -28,10 +30,15 @@ export interface Checkpoint {
   readonly head: string
   /** number of records covered (= seq for a file that starts at seq 1) */
   readonly count: number
+  /**
+   * true when the writer closed the file with this checkpoint, false for one written while the file
+   * stays open (every N records, `checkpoint()`); absent in checkpoints written before the field existed
+   */
+  readonly final?: boolean
   readonly ts: string
   /** the signer's public key, or null for an unsigned checkpoint */
   readonly key: CheckpointKey | null
-  /** base64 Ed25519 signature over CHECKPOINT_PREFIX + JCS(checkpoint without `sig`), or null */
+  /** base64 Ed25519 signature over CHECKPOINT_PREFIX + JCS(checkpoint without `sig`, `final` included), or null */
   readonly sig: string | null
 }
 
@@ -71,11 +78,25 @@ export const publicKeyFromPem = (pem: string): CheckpointKey => {
 
 const signedBytes = (c: Omit<Checkpoint, "sig">): Buffer => Buffer.from(CHECKPOINT_PREFIX + canonicalize(c), "utf8")
 
+/**
+ * A checkpoint of `at`, signed by `signer` (unsigned without one). `at.final` says whether the writer
+ * closes the file with it; without it the checkpoint has no `final` field (the format before the field
+ * existed, which a verifier cannot tell closed from open: give it).
+ */
 export const makeCheckpoint = (
-  at: { readonly file: string; readonly seq: number; readonly head: string; readonly ts: string },
+  at: { readonly file: string; readonly seq: number; readonly head: string; readonly ts: string; readonly final?: boolean },
   signer: Signer | null
 ): Checkpoint => {
-  const body = { schema: ANCHOR_SCHEMA, file: at.file, seq: at.seq, head: at.head, count: at.seq, ts: at.ts, key: signer?.key ?? null } as const
+  const body: Omit<Checkpoint, "sig"> = {
+    schema: ANCHOR_SCHEMA,
+    file: at.file,
+    seq: at.seq,
+    head: at.head,
+    count: at.seq,
+    ...(at.final === undefined ? {} : { final: at.final }),
+    ts: at.ts,
+    key: signer?.key ?? null
+  }
   return { ...body, sig: signer === null ? null : signer.sign(signedBytes(body)).toString("base64") }
 }
 

@@ -7,7 +7,8 @@
  * run file's own `passed` flags. Then a `scenario_approval` record (approver; hashes of the prompt,
  * the scenario files and the run file) is appended to the approvals audit chain
  * (`<dir of the run file>/approvals.jsonl` unless `--approvals`) through `AuditSink.layerFile`,
- * and checkpointed (signed with `--key`). The sink adds `ts` and the chain.
+ * and covered by the final checkpoint the sink writes as it closes the file (signed with `--key`).
+ * The sink adds `ts` and the chain.
  *
  * `verify`: verifies the approvals chain (and anchor, signatures), takes the latest approval (for
  * `--prompt FILE`, the latest of that prompt) and recomputes every bound hash. It fails when the
@@ -119,9 +120,8 @@ export const approveRun = (opts: ApproveOptions): Effect.Effect<Approved, Scenar
     }
     const record = yield* Effect.gen(function*() {
       const sink = yield* AuditSink
-      const r = yield* sink.append(sinkRun, entry)
-      yield* sink.checkpoint(sinkRun)
-      return r
+      // closing the sink (right after) writes the final checkpoint that covers it (signed with `--key`)
+      return yield* sink.append(sinkRun, entry)
     }).pipe(Effect.provide(AuditSink.layerFile(adir, { signer: opts.signer, checkpointEvery: 0 })))
     return { approvalsFile, record: record as Sealed<ScenarioApprovalEntry> }
   })

@@ -1,11 +1,16 @@
 /**
  * `vetobench verify-audit --pubkey` does not pass a forgery: a rewritten chain with its anchor emptied,
- * the last checkpoint dropped and the records after it rewritten, a record with a key written twice.
+ * the last checkpoint dropped and the records after it rewritten, a record with a key written twice,
+ * the log and its anchor cut back to a checkpoint the writer did not close the file with (`final: false`),
+ * a number respelled so that JavaScript reads the same record but other readers do not.
  * What a holder of the public key may rely on: OK (exit 0) only when every record is covered by a
  * checkpoint signed by that key; PARTIAL (exit 3) only for the records after the last checkpoint of a
  * file its writer still holds; FAIL (exit 1) otherwise. And the README's `verify-audit runs/audit/*.jsonl`
- * takes the anchor files the glob also names for what they are.
+ * takes the anchor files the glob also names for what they are. And what stays undetectable: a cut back to
+ * an earlier final checkpoint (the file was closed there and reopened), caught only by a copy of the anchor
+ * kept elsewhere (`--anchor`).
  */
+import { createPrivateKey, sign } from "node:crypto"
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
@@ -13,7 +18,9 @@ import { Effect } from "effect"
 import { beforeAll, describe, expect, it } from "vitest"
 import { AuditSink } from "../../layers/AuditSink.js"
 import { recordHash } from "../../src/domain/audit-chain.js"
-import { signerFromPem } from "../../src/domain/checkpoint.js"
+import type { AuditEntry } from "../../src/domain/audit-record.js"
+import { canonicalize } from "../../src/domain/canonical-json.js"
+import { makeCheckpoint, signerFromPem } from "../../src/domain/checkpoint.js"
 import { callEntry } from "../support/audit-entry.js"
 import { runCli } from "../support/cli.js"
 
@@ -74,6 +81,34 @@ const rechain = (log: Array<string>, from: number, change: (rec: Record<string, 
 
 const verify = (file: string, pub = demo.pub, ...extra: Array<string>) => runCli(["verify-audit", file, "--pubkey", pub, ...extra])
 
+/**
+ * A copy of the demo log and its anchor in a fresh directory, continued by the file sink (signed with the
+ * demo's key, a checkpoint every `every` records) in one session per list of entries: each session closes the
+ * file, with a final checkpoint.
+ */
+const continued = async (sessions: ReadonlyArray<ReadonlyArray<AuditEntry>>, every = 1) => {
+  const dir = tmp("forgery-continued")
+  const log = path.join(dir, "demo.jsonl")
+  const anchor = path.join(dir, "demo.anchor.jsonl")
+  copyFileSync(demo.log, log)
+  copyFileSync(demo.anchor, anchor)
+  const signer = signerFromPem(readFileSync(demo.key, "utf8"))
+  for (const entries of sessions) {
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const sink = yield* AuditSink
+          for (const e of entries) yield* sink.append("demo", e)
+        }).pipe(Effect.provide(AuditSink.layerFile(dir, { signer, checkpointEvery: every })))
+      )
+    )
+  }
+  return { log, anchor }
+}
+
+/** The checkpoints of an anchor file: seq and `final` (undefined when absent). */
+const checkpointsOf = (anchor: string) => linesOf(anchor).map((l) => JSON.parse(l) as { seq: number; final?: boolean })
+
 describe("verify-audit --pubkey: forgeries fail (exit 1)", () => {
   it("the genuine logs are OK (exit 0)", () => {
     const r = verify(demo.log)
@@ -125,6 +160,111 @@ describe("verify-audit --pubkey: forgeries fail (exit 1)", () => {
     expect(r.code).toBe(1)
     expect(r.stdout).toMatch(/^FAIL {4}.*– chain: record (\d+): duplicate key "blocked" at line \1 \(refused: JSON readers disagree on which value counts\)/m)
   })
+})
+
+describe("verify-audit --pubkey: cut back to an earlier checkpoint", () => {
+  it("4. the log and its anchor cut back to a periodic checkpoint (final: false), no writer: FAIL (exit 1)", async () => {
+    // closed by the demo at 8, reopened: 9 and 10 with a checkpoint each, closed at 10
+    const genuine = await continued([[callEntry(9, "demo"), callEntry(10, "demo")]])
+    expect(checkpointsOf(genuine.anchor).map((c) => [c.seq, c.final])).toEqual([
+      [8, true],
+      [9, false],
+      [10, false],
+      [10, true]
+    ])
+    expect(verify(genuine.log).code).toBe(0)
+    // record 10 and the checkpoints after 9 cut: every record left is covered by a signed checkpoint
+    for (const keep of [9, 10]) {
+      const file = forged(genuine, (log, anchor) => {
+        log.splice(keep)
+        anchor.lines!.splice(keep - 7)
+      })
+      expect(checkpointsOf(file.replace(/\.jsonl$/, ".anchor.jsonl")).at(-1)).toMatchObject({ seq: keep, final: false })
+      const r = verify(file)
+      expect(r.code).toBe(1)
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `^FAIL {4}.*: ${keep} records – chain ok; anchor FAILED: ${keep - 7} checkpoint\\(s\\) cover all records, but checkpoint ${keep - 7}, the last, is not final: ` +
+            `the file was not closed by its writer after this checkpoint: records may have been cut \\(no writer holds the file, and closing it writes a final checkpoint\\); signatures ok`,
+          "m"
+        )
+      )
+    }
+  }, 30_000)
+
+  it("a file closed, reopened and closed again (final checkpoints at each close, periodic ones between) is OK (exit 0)", async () => {
+    const genuine = await continued([[callEntry(9, "demo"), callEntry(10, "demo")], [callEntry(11, "demo")], []], 2)
+    expect(checkpointsOf(genuine.anchor).map((c) => [c.seq, c.final])).toEqual([
+      [8, true],
+      [10, false],
+      [10, true],
+      [11, true]
+    ])
+    const r = verify(genuine.log)
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^OK {6}.*: 11 records – chain ok; anchor ok \(4 checkpoint\(s\) cover all records\); signatures ok/m)
+  }, 30_000)
+
+  it("an anchor written before `final` existed (no such field) verifies as before: OK, and a cut back to one of its checkpoints is not detectable", () => {
+    // the checkpoints as the writer wrote them before the field: signed by hand over the documented bytes
+    const priv = createPrivateKey(readFileSync(demo.key, "utf8"))
+    const key = signerFromPem(readFileSync(demo.key, "utf8")).key
+    const oldCheckpoint = (seq: number, head: string) => {
+      const body = { schema: "vetobench/anchor-v1", file: "demo.jsonl", seq, head, count: seq, ts: "2026-11-30T12:00:00.000Z", key }
+      const line = JSON.stringify({ ...body, sig: sign(null, Buffer.from("vetobench/v2 checkpoint\n" + canonicalize(body), "utf8"), priv).toString("base64") })
+      // what makeCheckpoint writes without `final`
+      expect(JSON.stringify(makeCheckpoint({ file: "demo.jsonl", seq, head, ts: body.ts }, signerFromPem(readFileSync(demo.key, "utf8"))))).toBe(line)
+      return line
+    }
+    const hashOf = (line: string) => (JSON.parse(line) as { hash: string }).hash
+    const file = forged(demo, (log, anchor) => {
+      anchor.lines = [oldCheckpoint(4, hashOf(log[3]!)), oldCheckpoint(8, hashOf(log[7]!))]
+    })
+    expect(readFileSync(file.replace(/\.jsonl$/, ".anchor.jsonl"), "utf8")).not.toContain('"final"')
+    const r = verify(file)
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^OK {6}.*: 8 records – chain ok; anchor ok \(2 checkpoint\(s\) cover all records\); signatures ok/m)
+    const cut = forged({ log: file, anchor: file.replace(/\.jsonl$/, ".anchor.jsonl") }, (log, anchor) => {
+      log.splice(4)
+      anchor.lines!.splice(1)
+    })
+    expect(verify(cut).code).toBe(0)
+  })
+
+  it("documented limit: cut back to an earlier final checkpoint (closed by the demo, reopened by `audit manifest`) is OK; a copy of the anchor kept elsewhere (--anchor) catches it", () => {
+    const copy = path.join(tmp("forgery-anchor-copy"), "demo.anchor.jsonl")
+    copyFileSync(manifested.anchor, copy)
+    expect(checkpointsOf(manifested.anchor).map((c) => [c.seq, c.final])).toEqual([
+      [8, true],
+      [9, true]
+    ])
+    // the manifest record and its checkpoint cut: what remains is the directory as the demo closed it
+    const file = forged(manifested, (log, anchor) => {
+      log.splice(8)
+      anchor.lines!.splice(1)
+    })
+    expect(verify(file, manifested.pub).code).toBe(0)
+    const r = verify(file, manifested.pub, "--anchor", copy)
+    expect(r.code).toBe(1)
+    expect(r.stdout).toMatch(/^FAIL {4}.*: 8 records – chain ok; anchor FAILED: truncated: checkpoint 2 covers 9 records but the file has 8; signatures ok/m)
+  })
+})
+
+describe("verify-audit --pubkey: numbers spelled otherwise than the writer spells them", () => {
+  it("5. 10000000000000000 respelled 10000000000000001 (JavaScript reads the same record, the hash verifies; Python reads another integer): FAIL (exit 1), naming the line", async () => {
+    const genuine = await continued([[callEntry(9, "demo", { id: 1e16 })]], 0)
+    expect(linesOf(genuine.log)[8]).toContain('"id":10000000000000000')
+    expect(verify(genuine.log).code).toBe(0)
+    const file = forged(genuine, (log) => {
+      log[8] = log[8]!.replace('"id":10000000000000000', '"id":10000000000000001')
+    })
+    expect(linesOf(file)[8]).toContain('"id":10000000000000001')
+    const r = verify(file)
+    expect(r.code).toBe(1)
+    expect(r.stdout).toMatch(
+      /^FAIL {4}.*: 9 records – chain: record 9: number 10000000000000001 at line 9 is not in canonical form \(10000000000000000\) \(refused: the hash covers the number JavaScript reads, and JSON readers disagree on its value\); anchor ok/m
+    )
+  }, 30_000)
 })
 
 describe("verify-audit --pubkey: PARTIAL (exit 3) while a writer holds the file", () => {

@@ -77,6 +77,16 @@ const referenceDuplicate = (text: string): string | null => {
   return found
 }
 
+/** The first number of the valid JSON `text` not spelled as `String(Number(literal))`, with that spelling; or null. */
+const referenceRespelled = (text: string): [string, string] | null => {
+  const outsideStrings = text.replace(/"(?:[^"\\]|\\.)*"/g, '""')
+  for (const [literal] of outsideStrings.matchAll(/-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g)) {
+    const canonical = Number.isFinite(Number(literal)) ? String(Number(literal)) : "null"
+    if (canonical !== literal) return [literal, canonical]
+  }
+  return null
+}
+
 const referenceVerify = (text: string): VerifyResult => {
   const failAt = (n: number, message: string, torn = false): VerifyResult => ({ ok: false, records: n - 1, index: n, message: `record ${n}: ${message}`, torn })
   const lines = text.split("\n")
@@ -105,6 +115,16 @@ const referenceVerify = (text: string): VerifyResult => {
     }
     if (rec.hash !== hash) return failAt(n, "hash mismatch (record was modified)")
     if (rec.seq !== n) return failAt(n, `seq ${JSON.stringify(rec.seq) ?? "missing"}, expected ${n}`)
+    // a number spelled otherwise than JCS spells it: readers disagree on its value, the hash is over JavaScript's
+    const respelled = referenceRespelled(line)
+    if (respelled !== null) {
+      const shown = (t: string) => (t.length > 40 ? `${t.slice(0, 40)}…` : t)
+      return failAt(
+        n,
+        `number ${shown(respelled[0])} at line ${i + 1} is not in canonical form (${shown(respelled[1])}) ` +
+          `(refused: the hash covers the number JavaScript reads, and JSON readers disagree on its value)`
+      )
+    }
     prev = rec.hash as string
   }
   if (tail !== "") return failAt(n + 1, "torn last line (incomplete write)", true)
@@ -274,7 +294,8 @@ describe("verifyChainText equals the reference verification", () => {
       fc.record({ kind: fc.constant("duplicate" as const), line: fc.nat(5) }),
       fc.record({ kind: fc.constant("swap" as const), line: fc.nat(4) }),
       fc.record({ kind: fc.constant("torn" as const), at: fc.nat(2000) }),
-      fc.record({ kind: fc.constant("dupkey" as const), line: fc.nat(5), key: fc.constantFrom("blocked", "seq", "hash", "arm", "name", "zz") })
+      fc.record({ kind: fc.constant("dupkey" as const), line: fc.nat(5), key: fc.constantFrom("blocked", "seq", "hash", "arm", "name", "zz") }),
+      fc.record({ kind: fc.constant("respell" as const), line: fc.nat(5), nth: fc.nat(8), how: fc.constantFrom(".0", "0", "e0", "1", "E+00") })
     )
     fc.assert(
       fc.property(fc.array(edit, { minLength: 1, maxLength: 3 }), (edits) => {
@@ -295,6 +316,13 @@ describe("verifyChainText equals the reference verification", () => {
             // the key written again first: JSON.parse keeps the record's own (last) value
             const l = ls[e.line % ls.length] ?? ""
             ls[e.line % ls.length] = l.replace("{", `{"${e.key}":true,`)
+          } else if (e.kind === "respell") {
+            // a number respelled after a ":" (the nth of the line): the same value, or nearly ("0" after a fraction, "1" after 17 digits)
+            const l = ls[e.line % ls.length] ?? ""
+            let k = 0
+            ls[e.line % ls.length] = l.replace(/:(-?\d+(?:\.\d+)?(?:e[+-]\d+)?)(?=[,}\]])/g, (m, num: string) =>
+              k++ === e.nth ? `:${e.how === "0" && !num.includes(".") ? num + ".0" : num.replace(/(e[+-]\d+)?$/, (x) => e.how + x)}` : m
+            )
           }
         }
         const text = textOf(ls) + tail

@@ -192,6 +192,69 @@ describe("duplicate keys", () => {
   })
 })
 
+describe("number spellings", () => {
+  /** one record whose tool arguments are `args` (as the proxy parsed them from the model's JSON) */
+  const withArgs = (args: Record<string, unknown>): AuditRecord => {
+    const e = entry(1)
+    return sealRecord({ ...e, tool: { ...e.tool, arguments: args } }, { seq: 1, ts: "2026-11-30T12:00:00.000Z", prev_hash: GENESIS_HASH })
+  }
+
+  it("a respelled number that reads as the same double (the hash verifies) is refused, naming the number and the line", () => {
+    const rec = withArgs({ id: 1e16 })
+    for (const line of [canonicalize(rec), JSON.stringify(rec)]) {
+      expect(line).toContain('"id":10000000000000000')
+      expect(verifyChainText(text([line]))).toMatchObject({ ok: true, records: 1 })
+      const respelled = line.replace('"id":10000000000000000', '"id":10000000000000001')
+      // JavaScript reads the same record, so the hash verifies; Python's json reads another integer
+      expect(recordHash(JSON.parse(respelled) as object)).toBe(rec.hash)
+      expect(verifyChainText(text(["", respelled]))).toEqual({
+        ok: false,
+        records: 0,
+        index: 1,
+        message:
+          "record 1: number 10000000000000001 at line 2 is not in canonical form (10000000000000000) " +
+          "(refused: the hash covers the number JavaScript reads, and JSON readers disagree on its value)",
+        torn: false
+      })
+    }
+  })
+
+  it("other non-canonical spellings of the same value are refused too: 1.0, 1e2, -0, 1.50, 1E+2", () => {
+    const rec = withArgs({ a: 1, b: 100, c: 0, d: 1.5 })
+    const line = canonicalize(rec)
+    for (const [from, to] of [
+      ['"a":1', '"a":1.0'],
+      ['"b":100', '"b":1e2'],
+      ['"b":100', '"b":1E+2'],
+      ['"c":0', '"c":-0'],
+      ['"d":1.5', '"d":1.50']
+    ] as const) {
+      const respelled = line.replace(from, to)
+      expect(recordHash(JSON.parse(respelled) as object)).toBe(rec.hash)
+      const v = verifyChainText(text([respelled]))
+      expect(v.ok).toBe(false)
+      expect(v.message).toContain(`number ${to.slice(4)} at line 1 is not in canonical form (${from.slice(4)})`)
+    }
+    // digits in strings are not numbers; whitespace and member order stay free
+    const spaced = JSON.stringify({ ...(JSON.parse(line) as object), hash: rec.hash }, null, 2).replace(/\n/g, " ")
+    expect(verifyChainText(text([spaced])).ok).toBe(true)
+  })
+
+  it("what the writer writes always verifies: canonical numbers of any size, e.g. a model's integer beyond 2^53", () => {
+    const args = JSON.parse('{"big":12345678901234567890,"neg":-9007199254740993,"tiny":1e-7,"huge":1e21,"f":0.1}') as Record<string, unknown>
+    const rec = withArgs(args)
+    const line = canonicalize(rec)
+    expect(line).toContain('"big":12345678901234567000')
+    expect(line).toContain('"huge":1e+21')
+    expect(verifyChainText(text([line]))).toMatchObject({ ok: true, records: 1 })
+    expect(verifyChainText(text([JSON.stringify(rec)]))).toMatchObject({ ok: true, records: 1 })
+    // the same record with the model's own spelling of the integer: refused
+    expect(verifyChainText(text([line.replace("12345678901234567000", "12345678901234567890")])).message).toContain(
+      "number 12345678901234567890 at line 1 is not in canonical form (12345678901234567000)"
+    )
+  })
+})
+
 describe("verifyAudit: coverage by signed checkpoints", () => {
   const { privateKey, publicKey } = generateKeyPairSync("ed25519")
   const signer = signerFromPem(privateKey.export({ type: "pkcs8", format: "pem" }).toString())
@@ -243,6 +306,79 @@ describe("verifyAudit: coverage by signed checkpoints", () => {
     expect(verifyAudit("f.jsonl", log, checkpoint(4), trusted, { lock: "f.jsonl.lock", pid: null }).anchor.message).toMatch(/record 5 not covered yet: a writer holds the file \(f\.jsonl\.lock\)$/)
     // without the key: not checked either way
     expect(verifyAudit("f.jsonl", log, checkpoint(3), null).anchor).toMatchObject({ status: "not-checked", message: "1 checkpoint(s) cover records 1–3; 2 later record(s) not yet covered" })
+  })
+
+  describe("final checkpoints: was the file closed after the last one?", () => {
+    const at = (seq: number, final?: boolean) =>
+      JSON.stringify(
+        makeCheckpoint({ file: "f.jsonl", seq, head: recs[seq - 1]!.hash, ts: "2026-11-30T12:00:00.000Z", ...(final === undefined ? {} : { final }) }, signer)
+      ) + "\n"
+
+    it("`final` is written and signed: flipping, adding or removing it breaks the signature", () => {
+      const line = at(5, false)
+      expect(JSON.parse(line)).toMatchObject({ seq: 5, final: false })
+      expect(at(5)).not.toContain('"final"')
+      const flipped = line.replace('"final":false', '"final":true')
+      const removed = line.replace('"final":false,', "")
+      const added = at(5).replace('"count":5,', '"count":5,"final":true,')
+      for (const edited of [flipped, removed, added]) {
+        expect(edited).not.toBe(line)
+        expect(verifyAudit("f.jsonl", log, at(3, true) + edited, trusted).signatures).toMatchObject({
+          status: "failed",
+          message: "checkpoint 2: signature does not verify (forged or edited)"
+        })
+      }
+    })
+
+    it("the last checkpoint final: ok; an earlier final one, reopened and closed again: ok", () => {
+      expect(verifyAudit("f.jsonl", log, at(5, true), trusted)).toMatchObject({ status: "ok", anchor: { message: "1 checkpoint(s) cover all records" } })
+      // closed at 3, reopened, a periodic checkpoint at 4, closed again at 5 (and a close right after a periodic one)
+      expect(verifyAudit("f.jsonl", log, at(3, true) + at(4, false) + at(5, true), trusted).status).toBe("ok")
+      expect(verifyAudit("f.jsonl", log, at(4, false) + at(5, false) + at(5, true), trusted).status).toBe("ok")
+    })
+
+    it("the last checkpoint not final and no writer: fails (cut back to it); partial while a writer holds the file", () => {
+      // the file and its anchor cut back to the periodic checkpoint at 4: every remaining record is covered
+      const cut = text(lines(recs.slice(0, 4)))
+      const anchor = at(2, true) + at(4, false)
+      expect(verifyAudit("f.jsonl", cut, anchor + at(5, true), trusted).anchor.status).toBe("failed") // (truncated)
+      const v = verifyAudit("f.jsonl", cut, anchor, trusted)
+      expect(v).toMatchObject({ status: "failed", records: 4, chain: { ok: true }, signatures: { status: "ok" } })
+      expect(v.anchor).toEqual({
+        status: "failed",
+        message:
+          "2 checkpoint(s) cover all records, but checkpoint 2, the last, is not final: the file was not closed by its writer after this checkpoint: " +
+          "records may have been cut (no writer holds the file, and closing it writes a final checkpoint)"
+      })
+      // a duplicate checkpoint of the same seq, the final one dropped: the same
+      expect(verifyAudit("f.jsonl", log, at(5, false) + at(5, true), trusted).status).toBe("ok")
+      expect(verifyAudit("f.jsonl", log, at(5, false), trusted).status).toBe("failed")
+      // a writer holds the file: not checked (a lock is not signed: it never makes this ok)
+      expect(verifyAudit("f.jsonl", cut, anchor, trusted, writer)).toMatchObject({
+        status: "partial",
+        anchor: {
+          status: "not-checked",
+          message: "2 checkpoint(s) cover all records, but checkpoint 2, the last, is not final: a writer holds the file (f.jsonl.lock, pid 4242) and has not closed it yet"
+        }
+      })
+      // without the key: not checked
+      expect(verifyAudit("f.jsonl", cut, anchor, null)).toMatchObject({ status: "partial", anchor: { status: "not-checked" } })
+      // records after the last (final) checkpoint: the rule for uncovered records, as before
+      expect(verifyAudit("f.jsonl", log, at(4, true), trusted).anchor.message).toMatch(/^1 checkpoint\(s\) cover records 1–4; record 5 not covered by a signed checkpoint/)
+    })
+
+    it("checkpoints without the field (written before it existed) are judged as before; the last checkpoint decides", () => {
+      expect(verifyAudit("f.jsonl", log, at(3) + at(5), trusted)).toMatchObject({ status: "ok", anchor: { message: "2 checkpoint(s) cover all records" } })
+      // an old anchor continued by a new writer, and the other way round
+      expect(verifyAudit("f.jsonl", log, at(3) + at(5, true), trusted).status).toBe("ok")
+      expect(verifyAudit("f.jsonl", log, at(3) + at(5, false), trusted).status).toBe("failed")
+      expect(verifyAudit("f.jsonl", log, at(3, false) + at(5), trusted).status).toBe("ok")
+    })
+
+    it("a `final` that is not a boolean is refused", () => {
+      const odd = JSON.stringify({ ...(JSON.parse(at(5)) as object), final: "yes" }) + "\n"
+      expect(verifyAudit("f.jsonl", log, odd, trusted).anchor).toEqual({ status: "failed", message: "checkpoint 1: final is not a boolean" })
+    })
   })
 
   it("a checkpoint with a duplicate key is refused", () => {

@@ -3,13 +3,14 @@
  * text of its parsed value and `withoutHash` is the canonical text of that value without `hash`; it
  * answers on every canonical record line it is meant to read; it refuses everything else.
  * `duplicateKey` finds a key written twice in one object, at any depth and in any spelling.
+ * `nonCanonicalNumber` finds a number not spelled as JCS spells it, and nothing in what JCS writes.
  */
 import { FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
 import { recordLine, sealRecord } from "../../src/domain/audit-chain.js"
 import { GENESIS_HASH } from "../../src/domain/audit-record.js"
 import { canonicalizeReference } from "../../src/domain/canonical-json.js"
-import { asciiSlice, duplicateKey, readCanonicalRecordLine } from "../../src/domain/canonical-line.js"
+import { asciiSlice, duplicateKey, nonCanonicalNumber, readCanonicalRecordLine } from "../../src/domain/canonical-line.js"
 import { decided } from "../../src/domain/verdict.js"
 import { callEntry } from "../support/audit-entry.js"
 import { JSON_PIECES, mangledLine } from "../support/mangle.js"
@@ -235,5 +236,38 @@ describe("duplicateKey", () => {
     expect(duplicateKey('{"a":1,"\\u0061":2}')).toBe("a")
     expect(duplicateKey('{"a":{"a":1},"b":[{"a":1},{"a":2}]}')).toBeNull()
     expect(duplicateKey('{"s":"\\"a\\":1,\\"a\\":2","a":[1,{"x":"}","x":2}]}')).toBe("x")
+  })
+})
+
+describe("nonCanonicalNumber", () => {
+  it("nothing in canonical text (what the writer writes), whatever the numbers and strings", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 3 }), fc.double({ noNaN: true, noDefaultInfinity: true }), (v, d) => {
+        const text = canonicalizeReference({ v, d, third: d / 3, tiny: d * 1e-300 })
+        expect(nonCanonicalNumber(text), text).toBeNull()
+        // nor in the insertion-order text JSON.stringify writes, with whitespace
+        expect(nonCanonicalNumber(JSON.stringify({ v, d }, null, 2))).toBeNull()
+      }),
+      { numRuns: 2000 }
+    )
+  })
+
+  it("names the first number spelled otherwise, with its canonical spelling; digits in strings and keys are not numbers", () => {
+    expect(nonCanonicalNumber('{"a":10000000000000001}')).toEqual({ literal: "10000000000000001", canonical: "10000000000000000" })
+    expect(nonCanonicalNumber('{"a":12345678901234567890}')).toEqual({ literal: "12345678901234567890", canonical: "12345678901234567000" })
+    expect(nonCanonicalNumber('{"a":12345678901234567000}')).toBeNull()
+    expect(nonCanonicalNumber('{"a":9007199254740993}')).toEqual({ literal: "9007199254740993", canonical: "9007199254740992" })
+    expect(nonCanonicalNumber("[1.0]")).toEqual({ literal: "1.0", canonical: "1" })
+    expect(nonCanonicalNumber("[1e2]")).toEqual({ literal: "1e2", canonical: "100" })
+    expect(nonCanonicalNumber("[1e21]")).toEqual({ literal: "1e21", canonical: "1e+21" })
+    expect(nonCanonicalNumber("[-0]")).toEqual({ literal: "-0", canonical: "0" })
+    expect(nonCanonicalNumber("[0.10]")).toEqual({ literal: "0.10", canonical: "0.1" })
+    expect(nonCanonicalNumber("[1e400]")).toEqual({ literal: "1e400", canonical: "null" })
+    expect(nonCanonicalNumber('[1,"1.0","\\\\",2.50]')).toEqual({ literal: "2.50", canonical: "2.5" })
+    expect(nonCanonicalNumber('{"1.0":"\\\"1.0\\\\",  "x" : [ true, false, null, -1.5e-7, 1e+21 ]}')).toBeNull()
+    for (const text of ['{"a":"\\\\"}', '["\\"", 1.5]', '{"k\\u0031.0":[-2,0.5]}']) {
+      expect(() => JSON.parse(text), text).not.toThrow()
+      expect(nonCanonicalNumber(text), text).toBeNull()
+    }
   })
 })

@@ -395,7 +395,7 @@ describe("audit durability: checkpoints", () => {
       yield* withSink(path.join(dir, "audit"), options, (sink) => appendSeq(sink, 26, 3))
       expect(yield* anchorSeqs).toEqual([10, 20, 25, 28])
 
-      // checkpoint(): writes one now, then nothing while covered (nor on close)
+      // checkpoint(): writes one now (final: false), then nothing while covered; closing adds the final one
       yield* withSink(path.join(dir, "audit"), options, (sink) =>
         Effect.gen(function* () {
           yield* appendSeq(sink, 29, 2)
@@ -406,10 +406,11 @@ describe("audit durability: checkpoints", () => {
           expect(yield* anchorSeqs).toEqual([10, 20, 25, 28, 30])
         })
       )
-      expect(yield* anchorSeqs).toEqual([10, 20, 25, 28, 30])
-      // a fresh sink whose file is already covered writes nothing
+      expect(yield* anchorSeqs).toEqual([10, 20, 25, 28, 30, 30])
+      expect(checkpointsOf(yield* readOrNull(anchor)).map((c) => c.final)).toEqual([false, false, true, true, false, true])
+      // a fresh sink whose file is already covered by a final checkpoint writes nothing
       yield* withSink(path.join(dir, "audit"), options, (sink) => sink.checkpoint(run))
-      expect(yield* anchorSeqs).toEqual([10, 20, 25, 28, 30])
+      expect(yield* anchorSeqs).toEqual([10, 20, 25, 28, 30, 30])
 
       const final = verifyAudit(`${run}.jsonl`, yield* readText(file), yield* readOrNull(anchor), trusted)
       expect(final).toMatchObject({ status: "ok", records: 30 })
@@ -444,7 +445,8 @@ describe("audit durability: fsync modes", () => {
         const seqs = checkpointsOf(yield* readOrNull(anchorFileFor(file))).map((c) => c.seq)
         expect(seqs[0]).toBeGreaterThanOrEqual(100)
         expect(seqs[seqs.length - 1]).toBe(200)
-        if (mode === "always") expect(seqs).toEqual([100, 200])
+        // (the periodic one at 200, then the final one on close: final: true, covering the same record)
+        if (mode === "always") expect(seqs).toEqual([100, 200, 200])
       })
     )
   }

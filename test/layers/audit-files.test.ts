@@ -288,6 +288,45 @@ describe("bounded open files", () => {
       expect((yield* ls(dir)).filter((n) => n.endsWith(".lock"))).toEqual([])
     })
   )
+
+  it.scopedLive("closing an idle file writes a final checkpoint (final: true), as closing the sink does; checkpoint() and periodic ones are not final", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      /** [seq, final] of each checkpoint of the run's anchor */
+      const finals = (run: string) =>
+        Effect.map(readOrNull(anchorFileFor(path.join(dir, `${run}.jsonl`))), (t) =>
+          (t ?? "")
+            .split("\n")
+            .filter((l) => l.trim() !== "")
+            .map((l) => JSON.parse(l) as { seq: number; final: boolean })
+            .map((c) => [c.seq, c.final])
+        )
+      yield* withSink(dir, { fsync: "group", maxOpenFiles: 1, checkpointEvery: 2 }, (sink) =>
+        Effect.gen(function* () {
+          yield* sink.append("a", callEntry(1, "a"))
+          yield* sink.checkpoint("a")
+          expect(yield* finals("a")).toEqual([[1, false]])
+          yield* sink.append("a", callEntry(2, "a"))
+          // `b` takes the one open file: `a` is closed with a final checkpoint (its lock kept: it is still this sink's)
+          yield* sink.append("b", callEntry(1, "b"))
+          expect(yield* finals("a")).toEqual([[1, false], [2, true]])
+          expect(existsSync(path.join(dir, "a.jsonl.lock"))).toBe(true)
+          const fileA = path.join(dir, "a.jsonl")
+          const live = verifyAudit("a.jsonl", yield* readText(fileA), yield* readText(anchorFileFor(fileA)), null, { lock: "a.jsonl.lock", pid: process.pid })
+          expect(live.anchor).toEqual({ status: "ok", message: "2 checkpoint(s) cover all records" })
+          // reopened: a periodic checkpoint (every 2) at 4, not final
+          yield* sink.append("a", callEntry(3, "a"))
+          yield* sink.append("a", callEntry(4, "a"))
+          for (let i = 0; i < 200 && (yield* finals("a")).length < 3; i++) yield* Effect.sleep("5 millis")
+          expect(yield* finals("a")).toEqual([[1, false], [2, true], [4, false]])
+          expect(yield* finals("b")).toEqual([[1, true]])
+        })
+      )
+      // the sink's close: a final checkpoint for `a` (covered already by a periodic one: the same seq again); `b` was closed final, untouched
+      expect(yield* finals("a")).toEqual([[1, false], [2, true], [4, false], [4, true]])
+      expect(yield* finals("b")).toEqual([[1, true]])
+    })
+  )
 })
 
 // ---------------------------------------------------------------------------------------------
