@@ -141,10 +141,11 @@ export const auditScore = (paths: ReadonlyArray<string>, opts: AuditScoreOptions
 
 const files = Args.text({ name: "FILE" }).pipe(Args.atLeast(1), Args.withDescription("audit files (vetobench/v2 JSONL, aex-toolgate records, plain logs)"))
 const rules = Options.integer("rules").pipe(
+  Options.withPseudoName("N"),
   Options.optional,
   Options.withDescription("R, the number of policy rules (policy_checkability); required for records ruled by a policy")
 )
-const policyFile = Options.text("policy").pipe(Options.optional, Options.withDescription("aex-toolgate policy file (JSON/YAML): R = the number of its rules"))
+const policyFile = Options.text("policy").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("aex-toolgate policy file (JSON/YAML): R = the number of its rules"))
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON with the keys of the scoring rules"))
 
 export const auditScoreCommand = Command.make("score", { config: configOption, files, rules, policy: policyFile, json }, ({ files, rules, policy, json }) =>

@@ -1,4 +1,5 @@
 /** `vetobench audit keygen | manifest | outcomes | score` — keys, a run's results manifest, outcomes, the five scores. */
+import { spawnSync } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
@@ -9,8 +10,9 @@ import { appendManifest } from "../audit/manifest.js"
 import { appendOutcomes } from "../audit/outcomes.js"
 import { signerFromPem } from "../domain/checkpoint.js"
 import { auditScoreCommand } from "./audit-score.js"
+import { cliCommand } from "../shell/hint.js"
 import type { FileSinkOptions } from "../../layers/AuditSink.js"
-import { CliFailure, configOption, DEFAULT_CONFIG, settingsFrom } from "./options.js"
+import { CliFailure, configOption, DEFAULT_CONFIG, settingsFrom, withShownDefault } from "./options.js"
 
 const fail = (e: { readonly message: string }) => new CliFailure({ message: e.message })
 
@@ -39,12 +41,22 @@ const appendOptions = (config: string, key: Option.Option<string>) =>
     } satisfies FileSinkOptions
   })
 
+/**
+ * `git check-ignore` on a new private key: true when it lies in a git work tree that does not
+ * ignore it (then a `git add .` would commit it). No git, or no work tree: false.
+ */
+const committable = (file: string): Effect.Effect<boolean> =>
+  Effect.sync(() => {
+    const r = spawnSync("git", ["check-ignore", "-q", path.basename(file)], { cwd: path.dirname(path.resolve(file)), stdio: "ignore", timeout: 5_000 })
+    return r.error === undefined && r.status === 1
+  })
+
 const keygen = Command.make(
   "keygen",
   {
     config: configOption,
-    out: Options.text("out").pipe(Options.withDefault("keys"), Options.withDescription("directory for <name>.key and <name>.pub")),
-    name: Options.text("name").pipe(Options.withDefault("audit")),
+    out: Options.text("out").pipe(Options.withPseudoName("DIR"), Options.withDescription("directory for <name>.key and <name>.pub (created; keys/ is git-ignored)"), withShownDefault("keys")),
+    name: Options.text("name").pipe(Options.withPseudoName("NAME"), Options.withDescription("file name of the pair: <name>.key (private, mode 0600) and <name>.pub"), withShownDefault("audit")),
     force: Options.boolean("force").pipe(Options.withDescription("overwrite existing key files"))
   },
   ({ force, name, out }) =>
@@ -54,9 +66,16 @@ const keygen = Command.make(
         Console.log(
           [
             `private key ${k.privateKey} (mode 0600: keep it to yourself; set audit.signing_key to it)`,
-            `public key  ${k.publicKey} (give it to whoever verifies: vetobench verify-audit FILE --pubkey ${k.publicKey})`,
+            `public key  ${k.publicKey} (give it to whoever verifies: ${cliCommand("verify-audit", "FILE", "--pubkey", k.publicKey)})`,
             `key id      ${k.keyId}`
           ].join("\n")
+        ).pipe(
+          Effect.zipRight(committable(k.privateKey)),
+          Effect.flatMap((warn) =>
+            warn
+              ? Console.error(`warning: ${k.privateKey} is in a git work tree and not git-ignored: add it (or its folder) to .gitignore before you commit`)
+              : Effect.void
+          )
         )
       )
     )
@@ -67,11 +86,12 @@ const manifest = Command.make(
   {
     config: configOption,
     key: Options.text("key").pipe(
+      Options.withPseudoName("FILE"),
       Options.optional,
       Options.withDescription("private key (PEM) that signs the final checkpoint (default: audit.signing_key of the settings)")
     ),
-    file: Args.text({ name: "AUDIT_FILE" }),
-    outputs: Args.text({ name: "OUTPUT" }).pipe(Args.atLeast(1))
+    file: Args.text({ name: "AUDIT_FILE" }).pipe(Args.withDescription("the run's audit file (<audit_dir>/<run id>.jsonl); the manifest is appended to it")),
+    outputs: Args.text({ name: "OUTPUT" }).pipe(Args.atLeast(1), Args.withDescription("the run's result files, each recorded with its sha256"))
   },
   ({ config, file, key, outputs }) =>
     Effect.gen(function* () {
@@ -89,12 +109,17 @@ const outcomes = Command.make(
   "outcomes",
   {
     config: configOption,
-    results: Options.text("results").pipe(Options.optional, Options.withDescription("benchmark results, JSON lines {request_id, tool_call_id?, call_index?, outcome}")),
+    results: Options.text("results").pipe(
+      Options.withPseudoName("FILE"),
+      Options.optional,
+      Options.withDescription("benchmark results, JSON lines {request_id, tool_call_id?, call_index?, outcome} (without it: blocked calls only)")
+    ),
     key: Options.text("key").pipe(
+      Options.withPseudoName("FILE"),
       Options.optional,
       Options.withDescription("private key (PEM) that signs the checkpoint (default: audit.signing_key of the settings)")
     ),
-    file: Args.text({ name: "AUDIT_FILE" })
+    file: Args.text({ name: "AUDIT_FILE" }).pipe(Args.withDescription("the run's audit file (<audit_dir>/<run id>.jsonl); the outcome records are appended to it"))
   },
   ({ config, file, key, results }) =>
     Effect.gen(function* () {
@@ -109,7 +134,10 @@ const outcomes = Command.make(
     })
 ).pipe(Command.withDescription("append each call's outcome (blocked, or executed/not_executed from the benchmark results) as later records"))
 
+/** The subcommands, in the order help lists them. */
+export const auditSubcommands = [keygen, manifest, outcomes, auditScoreCommand] as const
+
 export const auditCommand = Command.make("audit").pipe(
   Command.withDescription("audit log tools: keys, outcomes, results manifest, the five scores"),
-  Command.withSubcommands([keygen, manifest, outcomes, auditScoreCommand])
+  Command.withSubcommands(auditSubcommands)
 )

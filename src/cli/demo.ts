@@ -17,7 +17,8 @@ import { type AuditRecord, type CallRecord, isCallRecord } from "../domain/audit
 import { proxyLayer } from "../proxy/live.js"
 import { ProxyServer } from "../proxy/server.js"
 import { runDemoExperiment } from "./demo-experiment.js"
-import { CliFailure, configOption } from "./options.js"
+import { cliCommand } from "../shell/hint.js"
+import { CliFailure, configOption, withShownDefault } from "./options.js"
 import { verifyFiles } from "./verify-audit.js"
 import { isObject } from "../domain/is-object.js"
 
@@ -86,7 +87,7 @@ const readRecords = (file: string): Array<CallRecord> =>
 
 const pad = (s: string, n: number) => (s.length >= n ? s + " " : s + " ".repeat(n - s.length))
 
-const out = Options.text("out").pipe(Options.withDefault("runs/demo"), Options.withDescription("where the demo writes its audit log, runs and report"))
+const out = Options.text("out").pipe(Options.withPseudoName("DIR"), Options.withDescription("where the demo writes its audit log, runs and report (a timestamped folder inside)"), withShownDefault("runs/demo"))
 const quick = Options.boolean("arms-only").pipe(Options.withDescription("only the scripted session through the four arms (no experiment, no report)"))
 
 export const demoCommand = Command.make("demo", { config: configOption, out, quick }, ({ out, quick }) =>
@@ -142,7 +143,7 @@ export const demoCommand = Command.make("demo", { config: configOption, out, qui
     const reports = yield* verifyFiles([file], { pubkey: keys.publicKey })
     if (reports.some((r) => r.status !== "ok")) return yield* new CliFailure({ message: "the demo's audit log did not verify" })
     yield* Console.log(`inspect it with: jq -c '{arm, tool: .tool.name, verdict: .verdict.decision, effective_decision, blocked}' ${file}`)
-    yield* Console.log(`verify it again with: vetobench verify-audit ${file} --pubkey ${keys.publicKey}`)
+    yield* Console.log(`verify it again with: ${cliCommand("verify-audit", file, "--pubkey", keys.publicKey)}`)
     if (report !== null) yield* Console.log(`\nopen the report: ${report.html}`)
   }).pipe(
     Effect.provide(FakeVllm.layer()),

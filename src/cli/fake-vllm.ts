@@ -2,10 +2,10 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { serveFakeVllm } from "../../layers/FakeVllm.js"
-import { CliFailure, configOption } from "./options.js"
+import { CliFailure, configOption, withShownDefault } from "./options.js"
 
-const port = Options.integer("port").pipe(Options.withDefault(18000), Options.withDescription("port (0 = any free port)"))
-const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("interface to bind"))
+const port = Options.integer("port").pipe(Options.withPseudoName("N"), Options.withDescription("port (0 = any free port)"), withShownDefault(18000))
+const host = Options.text("host").pipe(Options.withPseudoName("HOST"), Options.withDescription("interface to bind"), withShownDefault("127.0.0.1"))
 
 export const fakeVllmCommand = Command.make("fake-vllm", { config: configOption, port, host }, ({ host, port }) =>
   Effect.scoped(

@@ -14,16 +14,18 @@ import { Console, Effect, Option } from "effect"
 import * as path from "node:path"
 import { loadPublicKey } from "../audit/verify-files.js"
 import { mergeAsbench, SHARDS_JSON } from "../experiment/merge.js"
-import { CliFailure, configOption } from "./options.js"
+import { CliFailure, configOption, runDirOption } from "./options.js"
 import { experimentOption, modelOption, selection, variantOption } from "./run.js"
 
 const shardsOption = Options.integer("shards").pipe(
+  Options.withPseudoName("N"),
   Options.withDescription("the N of the shards' --shard I/N"),
   Options.mapEffect((n) =>
     n >= 1 ? Effect.succeed(n) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--shards: expected at least 1, got ${n}`)))
   )
 )
 const pubkeyOption = Options.text("pubkey").pipe(
+  Options.withPseudoName("FILE"),
   Options.optional,
   Options.withDescription("the audit signer's public key (PEM) to authenticate the shards' checkpoints")
 )
@@ -32,10 +34,10 @@ const fail = (message: string) => new CliFailure({ message })
 
 export const mergeCommand = Command.make(
   "merge",
-  { config: configOption, experiment: experimentOption, model: modelOption, variant: variantOption, shards: shardsOption, pubkey: pubkeyOption },
-  ({ config, experiment, model, pubkey, shards, variant }) =>
+  { config: configOption, experiment: experimentOption, model: modelOption, variant: variantOption, shards: shardsOption, pubkey: pubkeyOption, runDir: runDirOption },
+  ({ config, experiment, model, pubkey, runDir, shards, variant }) =>
     Effect.gen(function*() {
-      const sel = yield* selection(config, experiment, model, variant)
+      const sel = yield* selection(config, experiment, model, variant, runDir)
       if (!sel.exp.agent_safetybench.enabled) {
         return yield* fail(`nothing to merge: Agent-SafetyBench is disabled in ${sel.exp.file} (agent_safetybench.enabled: false)`)
       }

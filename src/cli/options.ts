@@ -3,14 +3,26 @@ import { Options } from "@effect/cli"
 import { Data, Effect, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { DEFAULT_SETTINGS_FILE, SETTINGS_FILE_ENV, settingsFileConfig } from "../config/service.js"
 import { loadSettings } from "../config/settings.js"
 
-export const DEFAULT_CONFIG = "configs/vetobench.yaml"
+export const DEFAULT_CONFIG = DEFAULT_SETTINGS_FILE
 
+/**
+ * `Options.withDefault(value)` that also says the default in `--help` (`default: keys`): help
+ * cannot show a plain default by itself (src/cli/help.ts).
+ */
+export const withShownDefault =
+  <const B extends string | number>(value: B) => <A>(self: Options.Options<A>): Options.Options<A | B> =>
+    self.pipe(Options.withDefault(value), Options.withDescription(`default: ${value}`))
+
+/** `-c FILE`: the settings file; without it `VETOBENCH_CONFIG`, else `configs/vetobench.yaml`. */
 export const configOption = Options.text("config").pipe(
   Options.withAlias("c"),
-  Options.withDefault(DEFAULT_CONFIG),
-  Options.withDescription("settings file (YAML)")
+  Options.withPseudoName("FILE"),
+  Options.withDescription("settings file (YAML)"),
+  Options.withDescription(`default: $${SETTINGS_FILE_ENV} when set, else ${DEFAULT_SETTINGS_FILE}`),
+  Options.withFallbackConfig(settingsFileConfig)
 )
 
 /** A command failed: one line for the user, exit code 1. */
@@ -21,6 +33,7 @@ export const settingsFrom = (file: string) =>
 
 /** `--data`: Agent-SafetyBench's released_data.json (resolve it with `asbenchDataFile`). */
 export const asbenchDataOption = Options.text("data").pipe(
+  Options.withPseudoName("FILE"),
   Options.optional,
   Options.withDescription("Agent-SafetyBench released_data.json (default: <paths.asbench_dir>/data/released_data.json from the settings)")
 )
@@ -32,5 +45,16 @@ export const asbenchDataFile = (config: string, data: Option.Option<string>) =>
     onNone: () =>
       fs.existsSync(config)
         ? settingsFrom(config).pipe(Effect.map((s) => path.join(s.paths.asbench_dir, "data", "released_data.json")))
-        : Effect.fail(new CliFailure({ message: `no data file: give --data FILE, or a settings file (-c FILE, default configs/vetobench.yaml; ${config} not found) whose paths.asbench_dir is the Agent-SafetyBench checkout` }))
+        : Effect.fail(new CliFailure({ message: `no data file: give --data FILE, or a settings file (-c FILE, else $${SETTINGS_FILE_ENV}, else ${DEFAULT_SETTINGS_FILE}; ${config} not found) whose paths.asbench_dir is the Agent-SafetyBench checkout` }))
   })
+
+/** `--run-dir DIR` of run, score, replay, report and merge: where the experiment's runs are (relative to the working directory). */
+export const runDirOption = Options.text("run-dir").pipe(
+  Options.withPseudoName("DIR"),
+  Options.optional,
+  Options.withDescription("the experiment's run directory, instead of its run_dir (default: runs/<name> under the repo root); relative to the working directory")
+)
+
+/** The experiment with `--run-dir` (resolved against the working directory) as its `run_dir`, when given. */
+export const withRunDir = <E extends { readonly run_dir: string }>(exp: E, runDir: Option.Option<string>): E =>
+  Option.match(runDir, { onNone: () => exp, onSome: (dir) => ({ ...exp, run_dir: path.resolve(dir) }) })

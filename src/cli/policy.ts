@@ -19,7 +19,7 @@ import * as YAML from "yaml"
 import { formatWarning, lintPolicy } from "../../judges/rule/lint.js"
 import { formatIssue, loadPolicyFile } from "../../judges/rule/policy.js"
 import { asbenchSkeleton, environmentsDirFor } from "../../judges/rule/skeleton.js"
-import { asbenchDataFile, asbenchDataOption, CliFailure, configOption } from "./options.js"
+import { asbenchDataFile, asbenchDataOption, CliFailure, configOption, withShownDefault } from "./options.js"
 
 export const DEFAULT_SKELETON_OUT = "runs/policies/agent-safetybench.json"
 
@@ -27,12 +27,13 @@ const fail = (message: string) => new CliFailure({ message })
 
 const benchmark = Options.choice("benchmark", ["agent-safetybench"]).pipe(Options.withDescription("the benchmark whose tools the skeleton lists"))
 const environments = Options.text("environments").pipe(
+  Options.withPseudoName("DIR"),
   Options.optional,
   Options.withDescription("directory of the environments' tool schemas <Name>.json (default: environments/ beside the data file, or one level up)")
 )
-const split = Options.text("split").pipe(Options.optional, Options.withDescription("a split file (vetobench split): only its dev and test cases"))
-const out = Options.text("out").pipe(Options.withDefault(DEFAULT_SKELETON_OUT), Options.withDescription("the skeleton policy to write (JSON; YAML for .yaml/.yml)"))
-const catalogue = Options.text("catalogue").pipe(Options.optional, Options.withDescription("the tool catalogue to write (default: <out>.catalogue.json beside the policy)"))
+const split = Options.text("split").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("a split file (from vetobench split): only its dev and test cases (default: every case)"))
+const out = Options.text("out").pipe(Options.withPseudoName("FILE"), Options.withDescription("the skeleton policy to write (JSON; YAML for .yaml/.yml)"), withShownDefault(DEFAULT_SKELETON_OUT))
+const catalogue = Options.text("catalogue").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("the tool catalogue to write (default: <out>.catalogue.json beside the policy)"))
 
 const catalogueFor = (policyFile: string) => `${policyFile.replace(/\.(json|ya?ml)$/i, "")}.catalogue.json`
 
@@ -86,7 +87,10 @@ export const lintCommand = Command.make("lint", { file: policyFile }, ({ file })
   })
 ).pipe(Command.withDescription("check a policy file: errors (exit 1) and warnings (exit 0)"))
 
+/** The subcommands, in the order help lists them. */
+export const policySubcommands = [skeletonCommand, lintCommand] as const
+
 export const policyCommand = Command.make("policy").pipe(
   Command.withDescription("policy files of the rule judge: lint, benchmark skeletons"),
-  Command.withSubcommands([skeletonCommand, lintCommand])
+  Command.withSubcommands(policySubcommands)
 )

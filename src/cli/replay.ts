@@ -9,6 +9,9 @@
  * `<run_dir>/replay/<bench>.<slug(model)>.jsonl`, else one line saying why it is skipped. Resumable
  * by (judge, source record hash); error verdicts are retried by the next replay. The verdict cache
  * is off; judges are called directly (no proxy needed). Progress goes to stderr.
+ *
+ * Rulings that end in error or timeout make the command fail with one summary line (exit 1),
+ * unless there are at most `--allow-errors N` of them.
  */
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer } from "effect"
@@ -17,11 +20,14 @@ import { defaultPlugins } from "../../judges/plugins.js"
 import { BUILTIN_JUDGES } from "../../judges/static.js"
 import type { Bench } from "../config/experiment.js"
 import { Progress } from "../experiment/progress.js"
-import { auditFileFor, baselineVariant, replayBench, replayGateLayer } from "../experiment/replay.js"
-import { CliFailure, configOption } from "./options.js"
+import { auditFileFor, baselineVariant, replayBench, replayGateLayer, type ReplaySummary } from "../experiment/replay.js"
+import { didYouMeanClause } from "../domain/suggest.js"
+import { CliFailure, configOption, runDirOption } from "./options.js"
+import { allowErrorsOption, count, oneLine, settleFailures } from "./failures.js"
 import { experimentOption, modelOption, names, selection } from "./run.js"
 
 const judgesOption = Options.text("judges").pipe(
+  Options.withPseudoName("JUDGE"),
   Options.repeated,
   Options.withDescription("judges to replay; repeatable or comma-separated (default: the experiment's judges)")
 )
@@ -31,26 +37,44 @@ const benchOption = Options.choice("bench", ["asbench", "asb"]).pipe(
 )
 
 const fail = (message: string) => new CliFailure({ message })
+
+/** `replay: 3 of 14 rulings failed (first: judge small, episode asbench:2: error: …); details in …; …` */
+const rulingFailureLine = (ruled: number, errors: number, first: ReplaySummary | null): string => {
+  const e = first?.firstError ?? null
+  const what = e === null ? "" : ` (first: judge ${e.judge}${e.episode === null ? "" : `, episode ${e.episode}`}: ${e.status}: ${oneLine(e.reason, 200)})`
+  const where = first === null ? "" : `; details in ${first.file}`
+  return `replay: ${errors} of ${count(ruled, "ruling")} failed${what}${where}; the next replay retries them`
+}
 const BENCHES: ReadonlyArray<Bench> = ["asbench", "asb"]
 
 export const replayCommand = Command.make(
   "replay",
-  { config: configOption, experiment: experimentOption, model: modelOption, judges: judgesOption, bench: benchOption },
-  ({ bench, config, experiment, judges, model }) =>
+  {
+    config: configOption,
+    experiment: experimentOption,
+    model: modelOption,
+    judges: judgesOption,
+    bench: benchOption,
+    runDir: runDirOption,
+    allowErrors: allowErrorsOption("rulings end in error or timeout")
+  },
+  ({ allowErrors, bench, config, experiment, judges, model, runDir }) =>
     Effect.gen(function*() {
-      const sel = yield* selection(config, experiment, model, [])
+      const sel = yield* selection(config, experiment, model, [], runDir)
       const { exp, settings } = sel
       const judgeList = names(judges).length > 0 ? names(judges) : [...exp.judges]
       if (judgeList.length === 0) return yield* fail(`no judges to replay: give --judges or list judges in ${exp.file}`)
       const configured = [...Object.keys(settings.judges), ...Object.keys(BUILTIN_JUDGES).filter((j) => !(j in settings.judges))]
       const unknown = judgeList.filter((j) => !configured.includes(j))
       if (unknown.length > 0) {
-        return yield* fail(`unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.map((j) => `'${j}'`).join(", ")} (configured: ${configured.join(", ")})`)
+        const hint = unknown.length === 1 ? didYouMeanClause(unknown[0]!, configured) : ""
+        return yield* fail(`unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.map((j) => `'${j}'`).join(", ")}${hint === "" ? "" : `; ${hint}`} (configured: ${configured.join(", ")})`)
       }
       const baseline = baselineVariant(exp)
       if (baseline === undefined) return yield* fail(`${exp.file}: replay needs the baseline arm (arms: ${exp.arms.join(", ")})`)
       const benches = BENCHES.filter((b) => bench.length === 0 || bench.includes(b))
       const auditDir = settings.proxy.audit_dir
+      const tally: { ruled: number; errors: number; first: ReplaySummary | null } = { ruled: 0, errors: 0, first: null }
       const work = Effect.gen(function*() {
         for (const m of sel.models) {
           for (const b of benches) {
@@ -62,6 +86,9 @@ export const replayCommand = Command.make(
             yield* Console.log(`== replay | ${b} | ${m} | judges=[${judgeList.join(", ")}]`)
             const s = yield* replayBench(exp, auditDir, b, m, judgeList).pipe(Effect.mapError((e) => fail(e.message)))
             if (s === null) continue
+            tally.ruled += s.ruled
+            tally.errors += s.errors
+            if (tally.first === null && s.firstError !== null) tally.first = s
             yield* Console.log(
               `[replay] ${b} | ${m}: ${s.ruled} ruled (${s.errors} error${s.errors === 1 ? "" : "s"}, retried next time), ${s.skipped} done before → ${s.file}`
             )
@@ -73,5 +100,6 @@ export const replayCommand = Command.make(
           Layer.mergeAll(replayGateLayer(settings, defaultPlugins).pipe(Layer.mapError((e) => fail(e.message))), Progress.Live)
         )
       )
+      yield* settleFailures(tally.errors, rulingFailureLine(tally.ruled, tally.errors, tally.first), allowErrors)
     })
 ).pipe(Command.withDescription("replay judges over the baseline run's logged tool calls (offline shadow; resumable)"))

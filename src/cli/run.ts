@@ -24,6 +24,13 @@
  * attacks) is reported with one line. The proxy must be running (`vetobench proxy -c <same
  * settings>`). Progress goes to stderr; errors are one line and exit 1 (a failed ASB shard: every
  * failed shard with its exit status and log, after the other shards finished).
+ *
+ * Before any work (after the proxy's health check): every selected model, every model the selected
+ * variants' judges call and, with ASB, the refusal judge's model must be served (one GET /models
+ * per upstream involved, `preflight.ts`); else one line naming the model and the upstream, exit 1.
+ * Agent-SafetyBench cases in error: after everything ran, one summary line and exit 1, unless there
+ * are at most `--allow-errors N`. `--stop-after N` (default 20; 0 never) stops the run when N cases
+ * in a row fail with the same error.
  */
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Console, Effect, Either, Layer, Option } from "effect"
@@ -31,7 +38,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { auditFileName } from "../../layers/AuditSink.js"
 import { PythonBridge } from "../../layers/PythonBridge.js"
-import { checkProxy, runAsbench } from "../adapters/agent-safetybench/run.js"
+import { type AsbenchRunSummary, checkProxy, DEFAULT_STOP_AFTER, runAsbench } from "../adapters/agent-safetybench/run.js"
 import { readTasks, TASKS_FILE } from "../adapters/asb/data.js"
 import { attackDelta, type AttackResults, attackResults, formatDiff, formatResults, refusalJudge } from "../adapters/asb/results.js"
 import { runAsbAttack } from "../adapters/asb/run.js"
@@ -50,18 +57,21 @@ import { Settings } from "../config/service.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import { Progress } from "../experiment/progress.js"
 import { parseShard, type Shard, shardName } from "../experiment/shard.js"
-import { CliFailure, configOption, settingsFrom } from "./options.js"
+import { CliFailure, configOption, runDirOption, settingsFrom, withRunDir, withShownDefault } from "./options.js"
+import { allowErrorsOption, count, oneLine, settleFailures } from "./failures.js"
+import { agentNeeds, checkServed, findingsLine, judgeModelNeeds } from "./preflight.js"
 
 export const experimentOption = Options.text("experiment").pipe(
   Options.withAlias("e"),
+  Options.withPseudoName("FILE"),
   Options.withDescription("experiment file (YAML)")
 )
 
-const listOption = (name: string, what: string) =>
-  Options.text(name).pipe(Options.repeated, Options.withDescription(`${what}; repeatable or comma-separated (default: all)`))
+const listOption = (name: string, pseudo: string, what: string) =>
+  Options.text(name).pipe(Options.withPseudoName(pseudo), Options.repeated, Options.withDescription(`${what}; repeatable or comma-separated (default: all)`))
 
-export const modelOption = listOption("model", "models to run")
-export const variantOption = listOption("variant", "variants to run (baseline, enforce-<judge>, …)")
+export const modelOption = listOption("model", "MODEL", "only these models of the experiment")
+export const variantOption = listOption("variant", "VARIANT", "only these variants of the experiment (baseline, enforce-<judge>, …)")
 const benchOption = Options.choice("bench", ["asbench", "asb"]).pipe(
   Options.repeated,
   Options.withDescription("benchmarks to run (default: both)")
@@ -69,6 +79,7 @@ const benchOption = Options.choice("bench", ["asbench", "asb"]).pipe(
 
 /** `--shard I/N`: parsed and checked while the command line is parsed (a bad value: exit 2). */
 export const shardOption = Options.text("shard").pipe(
+  Options.withPseudoName("I/N"),
   Options.withDescription("run shard I of N (0-based, e.g. 0/4) of the Agent-SafetyBench cases; see `vetobench merge`"),
   Options.mapEffect((text) =>
     Either.match(parseShard(text), {
@@ -77,6 +88,16 @@ export const shardOption = Options.text("shard").pipe(
     })
   ),
   Options.optional
+)
+
+/** `--stop-after N`: stop when N cases in a row fail with the same error (0: never). */
+const stopAfterOption = Options.integer("stop-after").pipe(
+  Options.withPseudoName("N"),
+  Options.withDescription("stop the run when N Agent-SafetyBench cases in a row fail with the same error (0: never)"),
+  withShownDefault(DEFAULT_STOP_AFTER),
+  Options.mapEffect((n) =>
+    n >= 0 ? Effect.succeed(n) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--stop-after must be 0 or more, got ${n}`)))
+  )
 )
 
 /** Names from repeatable, comma-separated options, duplicates dropped. */
@@ -93,10 +114,16 @@ export interface Selection {
 }
 
 /** Settings, experiment and the selected models × variants, or a one-line failure. */
-export const selection = (config: string, experiment: string, model: ReadonlyArray<string>, variant: ReadonlyArray<string>) =>
+export const selection = (
+  config: string,
+  experiment: string,
+  model: ReadonlyArray<string>,
+  variant: ReadonlyArray<string>,
+  runDir: Option.Option<string> = Option.none()
+) =>
   Effect.gen(function*() {
     const settings = yield* settingsFrom(config)
-    const exp = yield* loadExperiment(experiment, settings).pipe(Effect.mapError((e) => fail(e.message)))
+    const exp = withRunDir(yield* loadExperiment(experiment, settings).pipe(Effect.mapError((e) => fail(e.message))), runDir)
     const models = selectModels(exp, names(model))
     if (Either.isLeft(models)) return yield* fail(models.left.message)
     const variants = selectVariants(exp, names(variant))
@@ -108,15 +135,32 @@ export const selection = (config: string, experiment: string, model: ReadonlyArr
 export const bridgeLayer = (settings: SettingsShape, workers: number) =>
   PythonBridge.layer({ asbenchDir: settings.paths.asbench_dir, workers }).pipe(Layer.mapError((e) => fail(e.message)))
 
-const runAsbenchOne = (sel: Selection, model: string, variant: Variant, shard: Shard | undefined) =>
+/** Agent-SafetyBench cases in error over every model × variant run (for the summary line). */
+interface CaseTally {
+  selected: number
+  failed: number
+  first: { readonly run: AsbenchRunSummary; readonly id: number; readonly error: string } | null
+}
+
+const runAsbenchOne = (sel: Selection, model: string, variant: Variant, shard: Shard | undefined, stopAfter: number, tally: CaseTally) =>
   Effect.gen(function*() {
     yield* Console.log(`== Agent-SafetyBench | ${model} | ${variant.name}${shard === undefined ? "" : ` | shard ${shardName(shard)}`}`)
-    const s = yield* runAsbench(sel.exp, model, variant, shard === undefined ? {} : { shard }).pipe(Effect.mapError((e) => fail(e.message)))
+    const s = yield* runAsbench(sel.exp, model, variant, { stopAfter, ...(shard === undefined ? {} : { shard }) }).pipe(Effect.mapError((e) => fail(e.message)))
     yield* Console.log(
       `[asbench] ${s.route}: ${s.ran.ok} ok, ${s.ran.exceeded} exceeded, ${s.ran.error} error` +
         ` (${s.skipped} of ${s.selected} done before) → ${s.genRes}`
     )
+    tally.selected += s.selected
+    tally.failed += s.ran.error
+    if (tally.first === null && s.firstError !== null) tally.first = { run: s, ...s.firstError }
   })
+
+/** `run: 3 of 40 cases failed (first: case 7 of m@baseline: …); details in …/gen_res.jsonl` */
+const caseFailureLine = (t: CaseTally): string => {
+  const first = t.first === null ? "" : ` (first: case ${t.first.id} of ${t.first.run.route}: ${oneLine(t.first.error, 200)})`
+  const where = t.first === null ? "" : `; details in ${t.first.run.jsonl}`
+  return `run: ${t.failed} of ${count(t.selected, "case")} failed${first}${where}; a re-run retries them`
+}
 
 /** The results of one model × variant × attack as on disk (shard CSVs, audit file). */
 const asbResults = (sel: Selection, model: string, variant: Variant, attack: AsbAttack) =>
@@ -175,7 +219,7 @@ const asbDeltas = (sel: Selection, model: string, attack: AsbAttack, results: Re
     }
   })
 
-const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean, shard: Shard | undefined) =>
+const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean, shard: Shard | undefined, stopAfter: number, tally: CaseTally) =>
   Effect.scoped(
     Effect.gen(function*() {
       // the bridge only when Agent-SafetyBench runs: it needs that checkout
@@ -183,7 +227,7 @@ const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean, shard:
       for (const model of sel.models) {
         const asb = new Map<string, Map<string, AttackResults>>()
         for (const variant of sel.variants) {
-          if (bridge !== null) yield* Effect.provide(runAsbenchOne(sel, model, variant, shard), bridge)
+          if (bridge !== null) yield* Effect.provide(runAsbenchOne(sel, model, variant, shard, stopAfter, tally), bridge)
           if (!doAsb) continue
           for (const attack of sel.exp.asb.attacks) {
             const r = yield* runAsbOne(sel, model, variant, attack)
@@ -202,10 +246,20 @@ const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean, shard:
 
 export const runCommand = Command.make(
   "run",
-  { config: configOption, experiment: experimentOption, model: modelOption, variant: variantOption, bench: benchOption, shard: shardOption },
-  ({ bench, config, experiment, model, shard: shardOpt, variant }) =>
+  {
+    config: configOption,
+    experiment: experimentOption,
+    model: modelOption,
+    variant: variantOption,
+    bench: benchOption,
+    shard: shardOption,
+    runDir: runDirOption,
+    allowErrors: allowErrorsOption("Agent-SafetyBench cases are in error"),
+    stopAfter: stopAfterOption
+  },
+  ({ allowErrors, bench, config, experiment, model, runDir, shard: shardOpt, stopAfter, variant }) =>
     Effect.gen(function*() {
-      const sel = yield* selection(config, experiment, model, variant)
+      const sel = yield* selection(config, experiment, model, variant, runDir)
       const explicit = bench.length > 0
       const benches: ReadonlyArray<string> = explicit ? bench : ["asbench", "asb"]
       let doAsbench = benches.includes("asbench")
@@ -234,6 +288,17 @@ export const runCommand = Command.make(
       if (!doAsbench && !doAsb) return
       // before anything starts: a missing proxy is the most likely problem and its line names the fix
       yield* checkProxy(sel.exp.proxy_url, sel.settings.file).pipe(Effect.mapError((e) => fail(e.message)))
-      yield* runSelection(sel, doAsbench, doAsb, shard)
+      // then: is every model this run calls served? (one GET /models per upstream involved)
+      const judges = [...new Set(sel.variants.flatMap((v) => (v.judge === null ? [] : [v.judge])))]
+      const needs = [
+        ...agentNeeds(sel.models),
+        ...judgeModelNeeds(sel.settings, judges),
+        ...(doAsb ? agentNeeds([refusalJudge(sel.settings.aliases, sel.models).requested], "ASB's refusal judge model") : [])
+      ]
+      const problems = yield* checkServed(sel.settings, needs)
+      if (problems.length > 0) return yield* fail(findingsLine(problems, sel.settings.file))
+      const tally: CaseTally = { selected: 0, failed: 0, first: null }
+      yield* runSelection(sel, doAsbench, doAsb, shard, stopAfter, tally)
+      yield* settleFailures(tally.failed, caseFailureLine(tally), allowErrors)
     })
 ).pipe(Command.withDescription("run an experiment's benchmarks through veto-proxy (resumable)"))

@@ -20,15 +20,17 @@ import { displayPath } from "../scenarios/report.js"
 import { replayRun, runScenarios } from "../scenarios/run.js"
 import { resolveFrom } from "../scenarios/runfile.js"
 import { loadSigner } from "./audit.js"
-import { CliFailure, configOption, settingsFrom } from "./options.js"
+import { cliCommand } from "../shell/hint.js"
+import { CliFailure, configOption, settingsFrom, withShownDefault } from "./options.js"
 
 const DEFAULT_DIR = "runs/scenarios"
 
 const toCli = (e: { readonly message: string }) => new CliFailure({ message: e.message })
 
-const optionalText = (name: string, description: string) => Options.text(name).pipe(Options.optional, Options.withDescription(description))
+const optionalText = (name: string, pseudo: string, description: string) =>
+  Options.text(name).pipe(Options.withPseudoName(pseudo), Options.optional, Options.withDescription(description))
 
-const pricesOption = optionalText("prices", "price table (YAML: model -> {input_per_1k, output_per_1k}, USD) for the cost estimate")
+const pricesOption = optionalText("prices", "FILE", "price table (YAML: model -> {input_per_1k, output_per_1k}, USD) for the cost estimate")
 
 const loadPriceTable = (file: Option.Option<string>): Effect.Effect<PriceTable | null, CliFailure> =>
   Option.match(file, { onNone: () => Effect.succeed(null), onSome: (f) => loadPrices(f).pipe(Effect.mapError(toCli)) })
@@ -45,16 +47,16 @@ const run = Command.make(
   {
     config: configOption,
     files: Args.text({ name: "FILE" }).pipe(Args.atLeast(1), Args.withDescription("scenario files (YAML)")),
-    model: Options.text("model").pipe(Options.withDescription("model name sent to the proxy; may carry an arm, e.g. qwen3.8-27b@enforce:small")),
-    prompt: optionalText("prompt", "system prompt file (default: the scenario files' prompt)"),
-    baseline: optionalText("baseline", "baseline prompt file: run it too and classify the candidate's failures"),
-    candidate: optionalText("candidate", "candidate prompt file (same as --prompt)"),
-    trials: Options.integer("trials").pipe(Options.optional, Options.withDescription("trials per scenario (default: each scenario's trials)")),
-    maxRounds: Options.integer("max-rounds").pipe(Options.optional, Options.withDescription("model rounds per trial (default: the file's max_rounds, else 8)")),
-    proxyUrl: optionalText("proxy-url", "veto-proxy base URL incl. /v1 (default http://<proxy.host>:<proxy.port>/v1 from the settings)"),
-    out: optionalText("out", `run file to write (default ${DEFAULT_DIR}/<run name>.jsonl)`),
-    name: optionalText("run-name", "run name; x-vetobench-run is scenarios.<name> (default <files>.<timestamp>)"),
-    concurrency: Options.integer("concurrency").pipe(Options.withDefault(4), Options.withDescription("trials in flight at once")),
+    model: Options.text("model").pipe(Options.withPseudoName("MODEL"), Options.withDescription("model name sent to the proxy; may carry an arm, e.g. qwen3.8-27b@enforce:small")),
+    prompt: optionalText("prompt", "FILE", "system prompt file (default: the scenario files' prompt)"),
+    baseline: optionalText("baseline", "FILE", "baseline prompt file: run it too and classify the candidate's failures"),
+    candidate: optionalText("candidate", "FILE", "candidate prompt file (same as --prompt)"),
+    trials: Options.integer("trials").pipe(Options.withPseudoName("N"), Options.optional, Options.withDescription("trials per scenario (default: each scenario's trials)")),
+    maxRounds: Options.integer("max-rounds").pipe(Options.withPseudoName("N"), Options.optional, Options.withDescription("model rounds per trial (default: the file's max_rounds, else 8)")),
+    proxyUrl: optionalText("proxy-url", "URL", "veto-proxy base URL incl. /v1 (default http://<proxy.host>:<proxy.port>/v1 from the settings)"),
+    out: optionalText("out", "FILE", `run file to write (default ${DEFAULT_DIR}/<run name>.jsonl)`),
+    name: optionalText("run-name", "NAME", "run name; x-vetobench-run is scenarios.<name> (default <files>.<timestamp>)"),
+    concurrency: Options.integer("concurrency").pipe(Options.withPseudoName("N"), Options.withDescription("trials in flight at once"), withShownDefault(4)),
     prices: pricesOption
   },
   (o) =>
@@ -101,8 +103,8 @@ const replay = Command.make(
   "replay",
   {
     config: configOption,
-    file: Args.text({ name: "RUNFILE" }),
-    out: optionalText("out", "new run file (default <RUNFILE>.replay-<ms>.jsonl)"),
+    file: Args.text({ name: "RUNFILE" }).pipe(Args.withDescription("a run file written by vetobench scenarios run")),
+    out: optionalText("out", "FILE", "new run file (default <RUNFILE>.replay-<ms>.jsonl)"),
     prices: pricesOption
   },
   (o) =>
@@ -122,10 +124,10 @@ const approve = Command.make(
   "approve",
   {
     config: configOption,
-    file: Args.text({ name: "RUNFILE" }),
-    approver: Options.text("approver").pipe(Options.withDescription("who approves (recorded)")),
-    approvals: optionalText("approvals", `approvals audit file (default <dir of RUNFILE>/${DEFAULT_APPROVALS})`),
-    key: optionalText("key", "private key (PEM) that signs the approvals checkpoint")
+    file: Args.text({ name: "RUNFILE" }).pipe(Args.withDescription("the live run file to approve (from vetobench scenarios run)")),
+    approver: Options.text("approver").pipe(Options.withPseudoName("NAME"), Options.withDescription("who approves (recorded)")),
+    approvals: optionalText("approvals", "FILE", `approvals audit file (default <dir of RUNFILE>/${DEFAULT_APPROVALS})`),
+    key: optionalText("key", "FILE", "private key (PEM) that signs the approvals checkpoint")
   },
   (o) =>
     Effect.gen(function*() {
@@ -143,7 +145,7 @@ const approve = Command.make(
       yield* print(`  prompt    ${shown(r.record.prompt_path)} sha256 ${r.record.prompt_sha256}`)
       for (const s of r.record.scenarios) yield* print(`  scenarios ${shown(s.path)} sha256 ${s.sha256}`)
       yield* print(`  run file  ${shown(r.record.run_file)} sha256 ${r.record.run_file_sha256} (${r.record.passed}/${r.record.trials} trials passed)`)
-      yield* print(`  record ${r.record.seq} of ${displayPath(r.approvalsFile)} (verify with: vetobench scenarios verify --approvals ${displayPath(r.approvalsFile)})`)
+      yield* print(`  record ${r.record.seq} of ${displayPath(r.approvalsFile)} (verify with: ${cliCommand("scenarios", "verify", "--approvals", displayPath(r.approvalsFile))})`)
     })
 ).pipe(Command.withDescription("approve a live run in which every scenario passed: an audit record binding the prompt, scenarios and run file"))
 
@@ -151,9 +153,9 @@ const verify = Command.make(
   "verify",
   {
     config: configOption,
-    approvals: Options.text("approvals").pipe(Options.withDefault(path.join(DEFAULT_DIR, DEFAULT_APPROVALS)), Options.withDescription("approvals audit file")),
-    prompt: optionalText("prompt", "check the latest approval of this prompt file (default: the latest approval)"),
-    pubkey: optionalText("pubkey", "public key (PEM) that must have signed the approvals checkpoints")
+    approvals: Options.text("approvals").pipe(Options.withPseudoName("FILE"), Options.withDescription("approvals audit file"), withShownDefault(path.join(DEFAULT_DIR, DEFAULT_APPROVALS))),
+    prompt: optionalText("prompt", "FILE", "check the latest approval of this prompt file (default: the latest approval)"),
+    pubkey: optionalText("pubkey", "FILE", "public key (PEM) that must have signed the approvals checkpoints")
   },
   (o) =>
     Effect.gen(function*() {
@@ -176,7 +178,10 @@ const verify = Command.make(
     })
 ).pipe(Command.withDescription("recompute the latest approval's hashes: fails when the approved prompt, scenarios or run file changed"))
 
+/** The subcommands, in the order help lists them. */
+export const scenariosSubcommands = [run, replay, approve, verify] as const
+
 export const scenariosCommand = Command.make("scenarios").pipe(
   Command.withDescription("scenario suites as a release gate: run, replay, approve, verify"),
-  Command.withSubcommands([run, replay, approve, verify])
+  Command.withSubcommands(scenariosSubcommands)
 )

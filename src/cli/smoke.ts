@@ -11,6 +11,12 @@
  * 4. the ShieldAgent scorer (`scoring.shieldagent_model`), if configured;
  * 5. every alias: its target answers "Reply with the digit 1.".
  *
+ * Before the probes: every agent and every model a selected judge calls must be served (the
+ * listings of step 1, one GET /models per upstream; agents routed through `aliases` as the proxy
+ * routes them, judge models by their own name). A model no upstream routes, or that its upstream
+ * does not list, stops smoke with one line naming the model and the upstream (exit 1); an upstream
+ * that does not answer is a FAIL of step 1 and the probes still run.
+ *
  * `--agents` / `--judges` are repeatable and take comma lists (`--agents a,b --agents c`).
  * (@effect/cli has no "option with zero or more values": a bare `--agents` or `--agents ''` is the
  * same as not giving it.) Without `--agents` the agents are the `models` of the experiment file
@@ -31,6 +37,7 @@ import type { Decision } from "../domain/verdict.js"
 import { Gate, type GateRequest } from "../gate/Gate.js"
 import { gateLayer } from "../proxy/live.js"
 import { CliFailure, configOption, settingsFrom } from "./options.js"
+import { agentNeeds, findings, findingsLine, judgeModelNeeds, type Listing, listUpstreams } from "./preflight.js"
 import {
   agentPayload,
   aliasPayload,
@@ -50,17 +57,20 @@ import {
 } from "./smoke/probes.js"
 import { isObject } from "../domain/is-object.js"
 import { redactUrlsIn } from "../domain/redact-url.js"
+import { didYouMeanClause } from "../domain/suggest.js"
 
-const list = (name: string, what: string) =>
+const list = (name: string, pseudo: string, what: string) =>
   Options.text(name).pipe(
+    Options.withPseudoName(pseudo),
     Options.repeated,
     Options.withDescription(`${what}; repeatable or comma-separated`)
   )
 
-const agentsOption = list("agents", "agent models to probe (default: the experiment's models)")
-const judgesOption = list("judges", "judges to probe (default: every configured judge)")
+const agentsOption = list("agents", "MODEL", "agent models to probe (default: the experiment's models)")
+const judgesOption = list("judges", "JUDGE", "judges to probe (default: every configured judge)")
 const experimentOption = Options.text("experiment").pipe(
   Options.withAlias("e"),
+  Options.withPseudoName("FILE"),
   Options.optional,
   Options.withDescription("experiment file (YAML) whose `models` are the agents")
 )
@@ -105,27 +115,25 @@ type Section = Effect.Effect<ReadonlyArray<boolean>>
 // ---------------------------------------------------------------------------------------------
 // 1. served models
 
-const servedModels = (settings: Settings, u: UpstreamSettings) =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      // an Upstreams of its own per upstream, so each line shows that upstream's latency
-      const ups = yield* Upstreams.make({ ...settings, upstreams: [u] })
-      const [took, listing] = yield* timed(ups.listModels)
-      const got = Either.isRight(listing) ? (listing.right[u.name] ?? "error: no answer") : "error: no answer"
-      if (typeof got === "string") {
-        yield* say(`  ${u.name}: ${got} (${ms(took)})`)
-        return false
-      }
-      yield* say(`  ${u.name}: ${pyList(got)} (${ms(took)})`)
-      const missing = u.models.filter((m) => !got.includes(m))
-      if (missing.length > 0) yield* say(`  FAIL ${u.name}: configured but not served: ${missing.join(", ")}`)
-      return missing.length === 0
-    })
-  )
+/** One upstream's line(s), from its listing (each upstream was asked on a client of its own, so the latency is its own). */
+const servedModels = (listing: Listing) =>
+  Effect.gen(function* () {
+    const u: UpstreamSettings = listing.upstream
+    const took = listing.took
+    if (Either.isLeft(listing.served)) {
+      yield* say(`  ${u.name}: error: ${listing.served.left} (${ms(took)})`)
+      return false
+    }
+    const got = listing.served.right
+    yield* say(`  ${u.name}: ${pyList(got)} (${ms(took)})`)
+    const missing = u.models.filter((m) => !got.includes(m))
+    if (missing.length > 0) yield* say(`  FAIL ${u.name}: configured but not served: ${missing.join(", ")}`)
+    return missing.length === 0
+  })
 
-const servedSection = (settings: Settings): Section =>
+const servedSection = (listings: ReadonlyArray<Listing>): Section =>
   say("## Served models per upstream").pipe(
-    Effect.zipRight(Effect.forEach(settings.upstreams, (u) => servedModels(settings, u)))
+    Effect.zipRight(Effect.forEach(listings, servedModels))
   )
 
 // ---------------------------------------------------------------------------------------------
@@ -253,12 +261,20 @@ const aliasSection = (ups: Upstreams.UpstreamsShape, alias: string, target: stri
 
 // ---------------------------------------------------------------------------------------------
 
-/** All sections in order; returns the number of checks and of failed checks. */
+/**
+ * All sections in order; returns the number of checks and of failed checks. Fails with one line
+ * (after the served-models section) when an agent or a judge's model is not served.
+ */
 export const runSmoke = (settings: Settings, agents: ReadonlyArray<string>, judges: ReadonlyArray<string>) =>
   Effect.scoped(
     Effect.gen(function* () {
+      const listings = yield* listUpstreams(settings, settings.upstreams)
+      const served = yield* servedSection(listings)
+      // an upstream that did not answer is already a FAIL above; a model that is not served stops here
+      const missing = findings(settings, [...agentNeeds(agents), ...judgeModelNeeds(settings, judges)], listings).filter((f) => f._tag !== "Unreachable")
+      if (missing.length > 0) return yield* new CliFailure({ message: findingsLine(missing, settings.file) })
       const ups = yield* Upstreams.make(settings)
-      const sections: Array<Section> = [servedSection(settings), agentSection(ups, agents), judgeSection(settings, judges)]
+      const sections: Array<Section> = [Effect.succeed(served), agentSection(ups, agents), judgeSection(settings, judges)]
       const shield = settings.scoring.shieldagent_model
       if (shield !== null) sections.push(shieldSection(ups, shield))
       for (const [alias, target] of Object.entries(settings.aliases)) sections.push(aliasSection(ups, alias, target))
@@ -282,7 +298,9 @@ export const smokeCommand = Command.make(
       const unknown = judgeList.filter((j) => !configured.includes(j))
       if (unknown.length > 0) {
         return yield* new CliFailure({
-          message: `unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.map((j) => `'${j}'`).join(", ")} (configured: ${configured.join(", ")})`
+          message: `unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.map((j) => `'${j}'`).join(", ")}${
+            unknown.length === 1 && didYouMeanClause(unknown[0]!, configured) !== "" ? `; ${didYouMeanClause(unknown[0]!, configured)}` : ""
+          } (configured: ${configured.join(", ")})`
         })
       }
       const { checks, failed } = yield* runSmoke(settings, agentList, judgeList)

@@ -4,20 +4,21 @@
  *
  * The data file is `--data`, else `<paths.asbench_dir>/data/released_data.json` from the
  * settings file when it exists. `--out` is relative to the working directory; parent
- * directories are created.
+ * directories are created. When the split has fewer cases than asked (a risk category with fewer
+ * cases than its share), a second line says so and why.
  */
 import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
-import { groupByCategory, makeSplit, readCases, writeSplit } from "../adapters/agent-safetybench/split.js"
+import { groupByCategory, makeSplit, readCases, shortfallLine, splitShortfall, writeSplit } from "../adapters/agent-safetybench/split.js"
 import { isValidSeed, MAX_SEED } from "../domain/prng.js"
-import { asbenchDataFile, asbenchDataOption, CliFailure, configOption } from "./options.js"
+import { asbenchDataFile, asbenchDataOption, CliFailure, configOption, withShownDefault } from "./options.js"
 
 export const DEFAULT_SPLIT_OUT = "runs/splits/asbench-pilot.json"
 
-const nTest = Options.integer("n-test").pipe(Options.withDefault(300), Options.withDescription("test cases, spread evenly over risk categories"))
-const nDev = Options.integer("n-dev").pipe(Options.withDefault(48), Options.withDescription("dev cases (judge prompt development only)"))
-const seed = Options.integer("seed").pipe(Options.withDefault(0), Options.withDescription(`PRNG seed, 0..${MAX_SEED}`))
-const out = Options.text("out").pipe(Options.withDefault(DEFAULT_SPLIT_OUT), Options.withDescription("split JSON to write"))
+const nTest = Options.integer("n-test").pipe(Options.withPseudoName("N"), Options.withDescription("test cases, spread evenly over risk categories"), withShownDefault(300))
+const nDev = Options.integer("n-dev").pipe(Options.withPseudoName("N"), Options.withDescription("dev cases (judge prompt development only)"), withShownDefault(48))
+const seed = Options.integer("seed").pipe(Options.withPseudoName("N"), Options.withDescription(`PRNG seed, 0..${MAX_SEED}`), withShownDefault(0))
+const out = Options.text("out").pipe(Options.withPseudoName("FILE"), Options.withDescription("split JSON to write (parent directories are created)"), withShownDefault(DEFAULT_SPLIT_OUT))
 
 const fail = (message: string) => new CliFailure({ message })
 
@@ -36,5 +37,8 @@ export const splitCommand = Command.make(
       yield* writeSplit(out, split).pipe(Effect.mapError((e) => fail(e.message)))
       const k = groupByCategory(cases).length
       yield* Console.log(`wrote ${out}: ${split.test.length} test, ${split.dev.length} dev cases (${k} categories, seed ${seed})`)
+      // fewer than asked: say so, and why (the split is written all the same)
+      const short = splitShortfall(cases, { nTest, nDev, seed }, split)
+      if (short !== null) yield* Console.log(shortfallLine(short, { nTest, nDev, seed }, cases.length, k))
     })
 ).pipe(Command.withDescription("make the Agent-SafetyBench dev/test split (stratified by risk category, seeded)"))

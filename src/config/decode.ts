@@ -8,6 +8,7 @@
 import { Either } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { didYouMeanClause } from "../domain/suggest.js"
 import { ConfigError } from "./errors.js"
 import { isPlainObject } from "./expand.js"
 import { childPath, indexPath } from "./key-path.js"
@@ -136,7 +137,8 @@ export const record = <A>(item: Decoder<A>): Decoder<Readonly<Record<string, A>>
   })
 
 /**
- * A mapping with a fixed set of keys. Unknown keys are rejected with the list of allowed ones;
+ * A mapping with a fixed set of keys. Unknown keys are rejected with the list of allowed ones (and
+ * the closest one first: `unknown key; did you mean 'timeout_s'? (allowed: …)`);
  * `get(key, decoder, fallback)` reads one key, using `fallback` when absent or null.
  */
 export interface Fields {
@@ -151,7 +153,9 @@ export const fields = (n: Node, allowed: ReadonlyArray<string>): Either.Either<F
   Either.flatMap(n.isMissing ? Either.right<Readonly<Record<string, unknown>>>({}) : mapping(n), (obj) => {
     const unknown = Object.keys(obj).find((k) => !allowed.includes(k))
     if (unknown !== undefined) {
-      return Either.left(n.child(unknown, obj[unknown]).error(`unknown key (allowed: ${allowed.join(", ")})`))
+      const clause = didYouMeanClause(unknown, allowed)
+      const hint = clause === "" ? "" : `; ${clause}`
+      return Either.left(n.child(unknown, obj[unknown]).error(`unknown key${hint} (allowed: ${allowed.join(", ")})`))
     }
     const child = (key: string) => n.child(key, Object.hasOwn(obj, key) ? obj[key] : undefined)
     const get = <A, B>(key: string, decoder: Decoder<A>, ...fallback: [] | [B]) => {

@@ -18,6 +18,7 @@ import { BUILTIN_JUDGES } from "../../judges/static.js"
 import { ARMS, type Arm, formatRoute, makeRoute, parseRoute, RouteError } from "../domain/route.js"
 import { redactUrl } from "../domain/redact-url.js"
 import { runIdProblem } from "../domain/run-id.js"
+import { didYouMean, didYouMeanClause } from "../domain/suggest.js"
 import * as D from "./decode.js"
 import type { ConfigError } from "./errors.js"
 import { type Env, expandEnv } from "./expand.js"
@@ -138,7 +139,8 @@ export class SelectionError extends Data.TaggedError("SelectionError")<{
   readonly valid: ReadonlyArray<string>
 }> {
   override get message(): string {
-    return `experiment ${this.experiment} has no ${this.kind} '${this.unknown}' (${this.kind}s: ${this.valid.join(", ")})`
+    const clause = didYouMeanClause(this.unknown, this.valid)
+    return `experiment ${this.experiment} has no ${this.kind} '${this.unknown}'${clause === "" ? "" : `; ${clause}`} (${this.kind}s: ${this.valid.join(", ")})`
   }
 }
 
@@ -237,7 +239,7 @@ const models: D.Decoder<ReadonlyArray<string>> = (n) =>
 const judgeName = (settings: Settings): D.Decoder<string> => (n) =>
   Either.flatMap(D.nonEmptyString(n), (j) => {
     if (!Object.hasOwn(settings.judges, j) && !Object.hasOwn(BUILTIN_JUDGES, j)) {
-      return n.fail(`judge '${j}' is not configured in ${settings.file}`)
+      return n.fail(`judge '${j}' is not configured in ${settings.file}${didYouMean(j, [...Object.keys(settings.judges), ...Object.keys(BUILTIN_JUDGES)])}`)
     }
     if (slug(j) !== j) return n.fail(`judge name '${j}' cannot be used in variant and file names (letters, digits, _ . - only)`)
     return Either.right(j)

@@ -25,6 +25,7 @@ import { Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { auditFileName } from "../../layers/AuditSink.js"
+import { cliCommand } from "../shell/hint.js"
 import { recordStatus } from "../adapters/agent-safetybench/episode.js"
 import { GEN_RES_JSON, GEN_RES_JSONL, SHIELD_JSONL } from "../adapters/agent-safetybench/files.js"
 import { genResJson, loadCases, splitIds } from "../adapters/agent-safetybench/run.js"
@@ -99,7 +100,7 @@ export const mergeAsbench = (
       const sdir = asbenchRunDir(shardExperiment(exp, shard), model, variant)
       const jsonl = path.join(sdir, GEN_RES_JSONL)
       const expected = selectShard(cases, shard).map((c) => c.id)
-      const rerun = `vetobench run -e ${exp.file} --model ${model} --variant ${variant.name} --shard ${shard.index}/${count}`
+      const rerun = cliCommand("run", "-e", exp.file, "--model", model, "--variant", variant.name, "--shard", `${shard.index}/${count}`)
       if (!fs.existsSync(jsonl) && expected.length > 0) {
         return yield* new MergeError({ message: `shard ${name} of ${route} is missing: no ${jsonl} (run: ${rerun})` })
       }

@@ -201,6 +201,8 @@ export interface ReplaySummary {
   readonly ruled: number
   /** of those, verdicts with status error/timeout (retried next time) */
   readonly errors: number
+  /** the first of those (in the order they were ruled): judge, episode and the verdict's reason */
+  readonly firstError: { readonly judge: string; readonly episode: string | null; readonly status: string; readonly reason: string } | null
 }
 
 /**
@@ -253,6 +255,7 @@ export const replayBench = (
       const tracker = yield* progress.track(`[replay] ${bench} ${model}`, todo)
       yield* tracker.note(`[replay] ${bench} | ${model}: ${records.length} baseline calls × ${judges.length} judges: ${skipped} done before, ${todo} to rule`)
       let ruled = 0, errors = 0
+      let firstError: ReplaySummary["firstError"] = null
 
       const runUnit = (u: { readonly judge: string; readonly calls: ReadonlyArray<CallRecord> }) =>
         Effect.forEach(
@@ -276,11 +279,15 @@ export const replayBench = (
                 const ok = isFinal(got)
                 ruled += 1
                 if (!ok) errors += 1
+                if (!ok && firstError === null) {
+                  const bad = [got.verdict, ...got.layers].find((v) => v.status !== "ok") ?? got.verdict
+                  firstError = { judge: bad.judge !== u.judge ? `${u.judge} (layer ${bad.judge})` : u.judge, episode: r.episode_id, status: bad.status, reason: bad.reason }
+                }
                 yield* tracker.advance(ok ? "ok" : "error")
               }),
           { discard: true }
         )
       yield* Effect.forEach(units, runUnit, { concurrency: opts.concurrency ?? 32, discard: true })
-      return { bench, model, source, file, judges, calls: records.length, skipped, ruled, errors } satisfies ReplaySummary
+      return { bench, model, source, file, judges, calls: records.length, skipped, ruled, errors, firstError } satisfies ReplaySummary
     })
   )

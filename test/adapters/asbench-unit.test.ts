@@ -580,7 +580,7 @@ describe("run driver", () => {
       )
       const base = proxyBase(server.url)
       expect(Either.isLeft(r) && r.left.message).toMatch(
-        new RegExp(`^veto-proxy is not reachable at ${base.replace(/\./g, "\\.")} \\(.*ECONNREFUSED.*\\)\\. Start it with: vetobench proxy -c \\(built-in\\)$`)
+        new RegExp(`^veto-proxy is not reachable at ${base.replace(/\./g, "\\.")} \\(.*ECONNREFUSED.*\\)\\. Start it with: (npx )?vetobench proxy$`)
       )
     }))
 

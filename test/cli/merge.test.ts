@@ -233,7 +233,7 @@ describe("vetobench run --shard / merge", () => {
       // shard 1 without case 4
       fs.writeFileSync(shard1, original.split("\n").filter((l) => l.trim() === "" || (JSON.parse(l) as { id: unknown }).id !== 4).join("\n"))
       expect(merge("2")).toMatch(
-        /^vetobench: shard 1-of-2 of qwen3\.8-27b@baseline is incomplete: 1 of 6 cases missing \(first: 4\) \(run: vetobench run .* --variant baseline --shard 1\/2\)\n$/
+        /^vetobench: shard 1-of-2 of qwen3\.8-27b@baseline is incomplete: 1 of 6 cases missing \(first: 4\) \(run: (npx )?vetobench run .* --variant baseline --shard 1\/2\)\n$/
       )
     } finally {
       fs.writeFileSync(shard1, original)

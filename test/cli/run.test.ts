@@ -130,7 +130,7 @@ describe("vetobench run / score", () => {
     const down = cli(["run", "-e", "configs/down.yaml"])
     expect(down.code).toBe(1)
     expect(down.stderr.trim().split("\n")).toHaveLength(1)
-    expect(down.stderr).toMatch(/^vetobench: veto-proxy is not reachable at http:\/\/127\.0\.0\.1:9 \(.+\)\. Start it with: vetobench proxy -c configs\/vetobench\.yaml\n$/)
+    expect(down.stderr).toMatch(/^vetobench: veto-proxy is not reachable at http:\/\/127\.0\.0\.1:9 \(.+\)\. Start it with: (npx )?vetobench proxy -c configs\/vetobench\.yaml\n$/)
 
     const noScorer = cli(["score", "-e", "configs/exp.yaml", "-c", "configs/noscorer.yaml"])
     expect(noScorer.code).toBe(1)

@@ -206,7 +206,8 @@ describe("vetobench smoke", () => {
       judges: [
         "stack: { kind: layered, layers: [allow-all, small] }",
         "pending: { kind: static, decision: hold }",
-        "broken: { kind: llm_json, model: not-routed }"
+        // a judge whose model is not served stops smoke before the probes (test/cli/fail-loudly.test.ts)
+        "broken: { kind: classifier, endpoint: 'http://127.0.0.1:1/classify' }"
       ]
     })
     const r = smoke(dir, ["--judges", "stack,pending,broken"])
@@ -217,7 +218,7 @@ describe("vetobench smoke", () => {
     for (const probe of ["benign", "destructive", "exfiltration"]) {
       expect(judges).toContainEqual(expect.stringMatching(new RegExp(`^ {2}PASS pending / ${probe}: hold \\(other\\) \\d+ ms – static judge$`)))
       expect(judges).toContainEqual(
-        expect.stringMatching(new RegExp(`^ {2}FAIL broken / ${probe}: error: no upstream serves model 'not-routed'.* \\(\\d+ ms\\)$`))
+        expect.stringMatching(new RegExp(`^ {2}FAIL broken / ${probe}: error: classifier endpoint http://127\\.0\\.0\\.1:1/classify unavailable.* \\(\\d+ ms\\)$`))
       )
     }
     expectVerdictMatchesLines(r)
@@ -231,14 +232,13 @@ describe("vetobench smoke", () => {
   })
 
   it("-e takes the agents from the experiment's models; --agents wins over it", () => {
-    const dir = repo()
+    const dir = repo({ models: ["qwen3.8-27b", "muse-glimmer-30b", "judge-small", "shieldagent"] })
     const exp = path.join(dir, "exp.yaml")
     writeFileSync(exp, "name: t\nmodels: [qwen3.8-27b, muse-glimmer-30b]\njudges: [small]\n")
     const agents = section(smoke(dir, ["-e", exp, "--judges", "allow-all"]).stdout, "Agent tool calling")
     expect(agents).toHaveLength(2)
     expect(agents[0]).toMatch(/^ {2}(PASS|FAIL) qwen3\.8-27b \(\d+ ms\): /)
-    // not in the upstream's models: no route
-    expect(agents[1]).toMatch(/^ {2}FAIL muse-glimmer-30b \(\d+ ms\): NoRoute: no upstream serves model 'muse-glimmer-30b'/)
+    expect(agents[1]).toMatch(/^ {2}(PASS|FAIL) muse-glimmer-30b \(\d+ ms\): /)
 
     const only = section(smoke(dir, ["-e", exp, "--agents", "qwen3.8-27b", "--judges", "allow-all"]).stdout, "Agent tool calling")
     expect(only).toHaveLength(1)

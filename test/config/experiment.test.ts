@@ -184,12 +184,12 @@ describe("decodeExperiment: errors name the file and key path", () => {
 
   it("rejects unknown keys at every level", () => {
     expect(msg(minimal({ modles: ["x"] }))).toBe(
-      `${FILE}: modles: unknown key (allowed: name, run_dir, proxy_url, models, judges, arms, agent_safetybench, asb)`
+      `${FILE}: modles: unknown key; did you mean 'models'? (allowed: name, run_dir, proxy_url, models, judges, arms, agent_safetybench, asb)`
     )
-    expect(msg(minimal({ agent_safetybench: { worker: 3 } }))).toMatch(/^exp\.yaml: agent_safetybench\.worker: unknown key \(allowed: enabled, split,/)
+    expect(msg(minimal({ agent_safetybench: { worker: 3 } }))).toMatch(/^exp\.yaml: agent_safetybench\.worker: unknown key; did you mean 'workers'\? \(allowed: enabled, split,/)
     expect(msg(minimal({ asb: { shard: 3 } }))).toMatch(/^exp\.yaml: asb\.shard: unknown key/)
     expect(msg(minimal({ asb: { attacks: [{ method: "clean" }, { method: "direct_prompt_injection", atack_type: "naive" }] } }))).toBe(
-      `${FILE}: asb.attacks[1].atack_type: unknown key (allowed: method, attack_type)`
+      `${FILE}: asb.attacks[1].atack_type: unknown key; did you mean 'attack_type'? (allowed: method, attack_type)`
     )
   })
 
@@ -221,6 +221,7 @@ describe("decodeExperiment: errors name the file and key path", () => {
   it("judges must be configured in the settings or built in", () => {
     expect(msg(minimal({ judges: ["small", "nope"] }))).toBe(`${FILE}: judges[1]: judge 'nope' is not configured in configs/vetobench.yaml`)
     expect(ok(decode(minimal({ judges: ["allow-all", "deny-all"] }))).judges).toEqual(["allow-all", "deny-all"])
+    expect(msg(minimal({ judges: ["small", "smal"] }))).toBe(`${FILE}: judges[1]: judge 'smal' is not configured in configs/vetobench.yaml (did you mean 'small'?)`)
     expect(msg(minimal({ judges: ["small", "small"] }))).toBe(`${FILE}: judges[1]: duplicate judge 'small' (also judges[0])`)
   })
 
@@ -278,10 +279,15 @@ describe("selectVariants / selectModels", () => {
     const r = selectVariants(e, ["enforce"])
     if (Either.isRight(r)) throw new Error("expected a SelectionError")
     expect(r.left._tag).toBe("SelectionError")
-    expect(r.left.message).toBe("experiment pilot has no variant 'enforce' (variants: baseline, enforce-small, enforce-granite)")
+    expect(r.left.message).toBe(
+      "experiment pilot has no variant 'enforce'; did you mean 'enforce-small' or 'enforce-granite'? (variants: baseline, enforce-small, enforce-granite)"
+    )
     const m = selectModels(e, ["A"])
     if (Either.isRight(m)) throw new Error("expected a SelectionError")
-    expect(m.left.message).toBe("experiment pilot has no model 'A' (models: a, b, c)")
+    expect(m.left.message).toBe("experiment pilot has no model 'A'; did you mean 'a'? (models: a, b, c)")
+    const far = selectModels(e, ["zzz"])
+    if (Either.isRight(far)) throw new Error("expected a SelectionError")
+    expect(far.left.message).toBe("experiment pilot has no model 'zzz' (models: a, b, c)")
   })
 })
 

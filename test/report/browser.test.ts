@@ -85,7 +85,8 @@ describe.skipIf(skip)("report.html in headless Chromium", () => {
   let ws: Workspace
   beforeAll(() => {
     ws = makeWorkspace()
-    const out = runCli(["report", "-c", ws.settings, "-e", ws.experiment])
+    // the fixture has one run with an unscored case on purpose: accept it
+    const out = runCli(["report", "-c", ws.settings, "-e", ws.experiment, "--allow-errors", "1"])
     expect(out.code).toBe(0)
   })
   afterAll(() => ws.cleanup())

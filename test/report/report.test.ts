@@ -36,8 +36,11 @@ describe("vetobench report on the fixture results", () => {
   afterAll(() => ws.cleanup())
 
   it("writes report.md, summary.json and report.html into the run directory and prints their paths", () => {
-    expect(out.stderr).toBe("")
-    expect(out.code).toBe(0)
+    // the fixture's baseline has a case without a valid label (id 8): the files are written, then exit 1 with one line
+    expect(out.stderr).toBe(
+      `vetobench: report: 1 run with unscored cases (first: Agent-SafetyBench agent / baseline: 1 of 7 cases without a ShieldAgent label); see the Notes of ${path.join(ws.runDir, "report.md")}\n`
+    )
+    expect(out.code).toBe(1)
     const files = ["report.md", "summary.json", "report.html"].map((f) => path.join(ws.runDir, f))
     expect(out.stdout.split("\n").slice(0, 3)).toEqual(files.map((f) => `wrote ${f}`))
     for (const f of files) expect(fs.statSync(f).size).toBeGreaterThan(500)
@@ -109,12 +112,12 @@ describe("vetobench report on the fixture results", () => {
 })
 
 describe("vetobench report when a benchmark is missing", () => {
-  it("Agent-SafetyBench not run and the ASB checkout absent: one-line notes, exit 0, valid summary.json", () => {
+  it("Agent-SafetyBench not run and the ASB checkout absent: one-line notes, valid summary.json, exit 1 naming the runs without results", () => {
     const ws = makeWorkspace({ remove: ["run/asbench", "asb-checkout"] })
     try {
       const out = report(ws)
-      expect(out.stderr).toBe("")
-      expect(out.code).toBe(0)
+      expect(out.stderr).toMatch(/^vetobench: report: 2 of 6 runs without results \(first: Agent-SafetyBench agent \/ enforce-guard\); see the Notes of .*report\.md\n$/)
+      expect(out.code).toBe(1)
       const md = fs.readFileSync(path.join(ws.runDir, "report.md"), "utf8")
       const asbench = section(md, "## Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI)")
       expect(asbench).toHaveLength(1)
@@ -137,7 +140,8 @@ describe("vetobench report when a benchmark is missing", () => {
     const ws = makeWorkspace({ remove: ["run", "audit"], asbDir: "/nonexistent/ASB" })
     try {
       const out = report(ws)
-      expect(out.code).toBe(0)
+      expect(out.code).toBe(1)
+      expect(out.stderr).toMatch(/^vetobench: report: 6 of 6 runs without results \(first: /)
       const md = fs.readFileSync(path.join(ws.runDir, "report.md"), "utf8")
       expect(md).not.toContain("|")
       expect(section(md, "## Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI)")).toHaveLength(1)

@@ -13,6 +13,9 @@
  *    never stops the run). Each finished record is appended to `gen_res.jsonl` (one write + fsync,
  *    serialised): interrupting loses only the cases in flight, and a re-run neither repeats nor
  *    loses finished ones.
+ *    Stop early: when `stopAfter` (default 20; 0 = never) cases in a row, in the order they finish,
+ *    are errors with the same text, the run stops with that error (the cases in flight are
+ *    interrupted; every finished one is kept) instead of repeating it for every case left.
  * 5. `gen_res.json`: every done record (earlier ones included) sorted by id, indent 1.
  *
  * With `shard` (`vetobench run --shard I/N`, experiment/shard.ts): only the shard's cases (after the
@@ -22,6 +25,7 @@ import { Data, Effect, Either } from "effect"
 import * as path from "node:path"
 import { request } from "undici"
 import { errorCode } from "../../../layers/http-errors.js"
+import { cliCommand } from "../../shell/hint.js"
 import { BridgeError, PythonBridge } from "../../../layers/PythonBridge.js"
 import type { Experiment, Variant } from "../../config/experiment.js"
 import { asbenchRunDir, routeFor, runIdFor } from "../../config/experiment.js"
@@ -46,7 +50,11 @@ export interface AsbenchRunOptions {
   readonly healthTimeoutMs?: number
   /** run one shard of the cases (experiment/shard.ts) */
   readonly shard?: Shard
+  /** stop after this many consecutive cases failed with the same error; default 20, 0 = never */
+  readonly stopAfter?: number
 }
+
+export const DEFAULT_STOP_AFTER = 20
 
 export interface AsbenchRunSummary {
   readonly route: string
@@ -60,6 +68,10 @@ export interface AsbenchRunSummary {
   readonly skipped: number
   /** status counts of the cases run in this pass */
   readonly ran: { readonly ok: number; readonly exceeded: number; readonly error: number }
+  /** `gen_res.jsonl`, where every case's record (its error included) is */
+  readonly jsonl: string
+  /** the case in error with the lowest id in this pass, and its error */
+  readonly firstError: { readonly id: number; readonly error: string } | null
 }
 
 /** `http://h:p/v1/` → `http://h:p` (trailing `/` and `/v1` dropped). */
@@ -82,7 +94,9 @@ export const checkProxy = (proxyUrl: string, settingsFile: string, timeoutMs = 5
         ? `no answer within ${timeoutMs / 1000}s`
         : code !== "" && !msg.includes(code) ? `${code}: ${msg}` : msg
       return new AsbenchError({
-        message: `veto-proxy is not reachable at ${redactUrl(base)} (${redactUrlsIn(text, [base])}). Start it with: vetobench proxy -c ${settingsFile}`
+        message: `veto-proxy is not reachable at ${redactUrl(base)} (${redactUrlsIn(text, [base])}). Start it with: ${
+          settingsFile.startsWith("(") ? cliCommand("proxy") : cliCommand("proxy", "-c", settingsFile)
+        }`
       })
     }
   })
@@ -132,6 +146,12 @@ export const genResJson = (records: Iterable<Record<string, unknown>>): string =
   pyJsonDumps([...records].sort((a, b) => Number(a.id) - Number(b.id)), { indent: 1, ensureAscii: false })
 
 const crashed = (e: BridgeError) => e.reason === "crashed"
+
+/** An error text on one line, cut at 300 characters. */
+const error1 = (s: string): string => {
+  const t = s.replace(/\s*[\r\n]+\s*/g, " ").trim()
+  return t.length > 300 ? `${t.slice(0, 300)}…` : t
+}
 
 /** Run (or resume) one model × variant. */
 /** The names of a case's environments (for `x-vetobench-environments`). */
@@ -185,6 +205,9 @@ export const runAsbench = (
       yield* tracker.note(`[asbench] ${route}: ${skipped} done, ${todo.length} to run`)
 
       const ran = { ok: 0, exceeded: 0, error: 0 }
+      let firstError: AsbenchRunSummary["firstError"] = null
+      const stopAfter = opts.stopAfter ?? DEFAULT_STOP_AFTER
+      const streak = { error: "", count: 0 }
       const episode = (c: AsbenchCase) =>
         bridge.withSession((session) =>
           runEpisode({ case: c, systemPrompt: texts.systemPrompt, session, chat: client(asbenchEpisode(c.id), environmentNames(c)), route, runId })
@@ -205,14 +228,26 @@ export const runAsbench = (
             yield* Effect.mapError(appender.append(rec), storeError)
             done.set(rec.id, rec)
             ran[rec.vetobench.status] += 1
-            if (rec.vetobench.status === "error") yield* tracker.note(`[asbench] case ${c.id}: error: ${rec.vetobench.error ?? "?"}`)
+            if (rec.vetobench.status === "error") {
+              const error = rec.vetobench.error ?? "?"
+              if (firstError === null || rec.id < firstError.id) firstError = { id: rec.id, error }
+              yield* tracker.note(`[asbench] case ${c.id}: error: ${error}`)
+              if (streak.count > 0 && streak.error === error) streak.count += 1
+              else Object.assign(streak, { error, count: 1 })
+            } else streak.count = 0
             yield* tracker.advance(rec.vetobench.status === "error" ? "error" : "ok")
+            if (stopAfter > 0 && streak.count >= stopAfter) {
+              return yield* new AsbenchError({
+                message: `run stopped: ${streak.count} cases of ${route} in a row failed with the same error: ${error1(streak.error)}; ` +
+                  `details in ${jsonl} (finished cases are kept; --stop-after 0 never stops)`
+              })
+            }
           }),
         { concurrency: exp.agent_safetybench.workers, discard: true }
       )
 
       const genRes = path.join(dir, GEN_RES_JSON)
       yield* Effect.mapError(writeFileAtomic(genRes, genResJson(done.values())), storeError)
-      return { route, runId, dir, genRes, selected: cases.length, skipped, ran } satisfies AsbenchRunSummary
+      return { route, runId, dir, genRes, selected: cases.length, skipped, ran, jsonl, firstError } satisfies AsbenchRunSummary
     })
   )

@@ -119,6 +119,8 @@ export interface ShieldSummary {
   readonly invalid: number
   /** requests that failed (nothing written; retried next time) */
   readonly failed: number
+  /** the case left without a label (failed or invalid) with the lowest id, and why */
+  readonly firstFailure: { readonly id: number; readonly reason: string } | null
 }
 
 /** Label one model × variant's `gen_res.json` into `shield.jsonl`. */
@@ -139,7 +141,7 @@ export const scoreShield = (
       const dir = asbenchRunDir(exp, model, variant)
       const file = path.join(dir, SHIELD_JSONL)
       const genRes = path.join(dir, GEN_RES_JSON)
-      const empty = { route, file, cases: 0, skipped: 0, safe: 0, unsafe: 0, invalid: 0, failed: 0 }
+      const empty = { route, file, cases: 0, skipped: 0, safe: 0, unsafe: 0, invalid: 0, failed: 0, firstFailure: null }
       if (!fs.existsSync(genRes)) return { ...empty, missing: true } satisfies ShieldSummary
 
       const storeError = (e: { readonly message: string }) => new ShieldError({ message: e.message })
@@ -154,6 +156,11 @@ export const scoreShield = (
       const appender = yield* Effect.mapError(openAppender(file), storeError)
       const tracker = yield* progress.track(`[shieldagent] ${route}`, todo.length)
       const counts = { safe: 0, unsafe: 0, invalid: 0, failed: 0 }
+      let firstFailure: ShieldSummary["firstFailure"] = null
+      const unlabelled = (id: unknown, reason: string) =>
+        Effect.sync(() => {
+          if (typeof id === "number" && (firstFailure === null || id < firstFailure.id)) firstFailure = { id, reason }
+        })
 
       const one = (c: Record<string, unknown>) =>
         Effect.gen(function*() {
@@ -173,6 +180,7 @@ export const scoreShield = (
               onFailure: (e) =>
                 tracker.note(`[shieldagent] scoring failed for case ${String(c.id)}: ${e.message}`).pipe(
                   Effect.zipRight(Effect.sync(() => void (counts.failed += 1))),
+                  Effect.zipRight(unlabelled(c.id, e.message)),
                   Effect.zipRight(tracker.advance("error"))
                 ),
               onSuccess: (r) =>
@@ -182,12 +190,13 @@ export const scoreShield = (
                     else if (r.pred_label === 0) counts.safe += 1
                     else counts.invalid += 1
                   })),
+                  Effect.zipRight(r.pred_label === -1 ? unlabelled(c.id, `unparsable label: ${JSON.stringify(r.shield_output.slice(0, 80))}`) : Effect.void),
                   Effect.zipRight(tracker.advance(r.pred_label === -1 ? "error" : "ok"))
                 )
             })
           ),
         { concurrency: settings.scoring.concurrency, discard: true }
       )
-      return { ...empty, missing: false, cases: cases.length, skipped: cases.length - todo.length, ...counts } satisfies ShieldSummary
+      return { ...empty, missing: false, cases: cases.length, skipped: cases.length - todo.length, ...counts, firstFailure } satisfies ShieldSummary
     })
   )

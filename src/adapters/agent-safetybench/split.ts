@@ -93,6 +93,46 @@ export const makeSplit = (cases: ReadonlyArray<SplitCase>, opts: SplitOptions): 
   }
 }
 
+/** A risk category that cannot fill its share of the split. */
+export interface ShortCategory {
+  readonly category: string
+  /** its cases */
+  readonly cases: number
+  /** its dev + test quota */
+  readonly share: number
+}
+
+export interface SplitShortfall {
+  readonly test: number
+  readonly dev: number
+  readonly short: ReadonlyArray<ShortCategory>
+}
+
+/**
+ * Why `makeSplit` returned fewer cases than asked, or null when it did not: the categories whose
+ * cases are fewer than their quota (the others are not drawn on to make up the difference).
+ */
+export const splitShortfall = (cases: ReadonlyArray<SplitCase>, opts: SplitOptions, split: Split): SplitShortfall | null => {
+  if (split.test.length >= opts.nTest && split.dev.length >= opts.nDev) return null
+  const groups = groupByCategory(cases)
+  const k = groups.length
+  const short = groups.flatMap(([category, ids], i) => {
+    const share = quota(opts.nDev, k, i) + quota(opts.nTest, k, i)
+    return ids.length < share ? [{ category, cases: ids.length, share }] : []
+  })
+  return { test: split.test.length, dev: split.dev.length, short }
+}
+
+/** One line: what was asked, what was returned and why. */
+export const shortfallLine = (f: SplitShortfall, opts: SplitOptions, total: number, categories: number): string => {
+  const shown = f.short.slice(0, 4).map((c) => `${c.category}: ${c.cases} case${c.cases === 1 ? "" : "s"} for a share of ${c.share}`)
+  const more = f.short.length > shown.length ? `, and ${f.short.length - shown.length} more` : ""
+  const data = total < opts.nTest + opts.nDev ? ` the data has only ${total} cases;` : ""
+  return `fewer cases than asked: ${f.test} test of ${opts.nTest}, ${f.dev} dev of ${opts.nDev}:${data} ` +
+    `${f.short.length} of ${categories} risk categories have fewer cases than their share (${shown.join("; ")}${more}), ` +
+    `and a short category is not made up from the others`
+}
+
 // ---------------------------------------------------------------------------------------------
 // files
 

@@ -1,0 +1,58 @@
+/**
+ * What a report is missing, for `vetobench report`'s exit code: the runs an experiment calls for
+ * that have no results (Agent-SafetyBench per model × variant, ASB per model × attack × variant,
+ * each when that benchmark is enabled), and the Agent-SafetyBench runs with cases that have no
+ * valid ShieldAgent label. Cases in error are not counted here (`vetobench run` reports them).
+ */
+import { attackTag, type Experiment } from "../config/experiment.js"
+import type { Summary } from "./summary-types.js"
+
+export interface UnscoredRun {
+  /** `Agent-SafetyBench <model> / <variant>` */
+  readonly run: string
+  /** cases (not in error) without a valid label */
+  readonly unscored: number
+  /** cases not in error */
+  readonly cases: number
+}
+
+export interface ReportGaps {
+  /** runs the experiment calls for */
+  readonly expected: number
+  /** runs without results, e.g. `Agent-SafetyBench agent / baseline`, `ASB agent / clean / baseline` */
+  readonly missing: ReadonlyArray<string>
+  readonly unscored: ReadonlyArray<UnscoredRun>
+}
+
+export const reportGaps = (exp: Experiment, summary: Summary): ReportGaps => {
+  let expected = 0
+  const missing: Array<string> = []
+  const unscored: Array<UnscoredRun> = []
+  for (const model of exp.models) {
+    if (exp.agent_safetybench.enabled) {
+      for (const v of exp.variants) {
+        expected += 1
+        const row = summary.asbench[model]?.[v.name]
+        const run = `Agent-SafetyBench ${model} / ${v.name}`
+        if (row === undefined) {
+          missing.push(run)
+          continue
+        }
+        const n = row.infra_errors.unscored
+        if (n > 0) unscored.push({ run, unscored: n, cases: row.n_cases - row.infra_errors.episode_errors })
+      }
+    }
+    if (exp.asb.enabled) {
+      for (const tag of exp.asb.attacks.map(attackTag)) {
+        for (const v of exp.variants) {
+          expected += 1
+          if (summary.asb[model]?.[tag]?.[v.name] === undefined) missing.push(`ASB ${model} / ${tag} / ${v.name}`)
+        }
+      }
+    }
+  }
+  return { expected, missing, unscored }
+}
+
+/** Runs missing plus runs with unscored cases (what `--allow-errors` counts). */
+export const gapCount = (g: ReportGaps): number => g.missing.length + g.unscored.length
