@@ -32,10 +32,16 @@ const start = (args: ReadonlyArray<string>, ready: RegExp) =>
     const nodeArgs = args[0] === "proxy" ? (process.env.BENCH_PROXY_NODE_ARGS ?? "").split(" ").filter(Boolean) : []
     const proc = spawn(process.execPath, [...nodeArgs, CLI, ...args], { stdio: ["ignore", "pipe", "inherit"] })
     let out = ""
+    let started = false
     proc.stdout!.on("data", (b: Buffer) => {
+      // once started, stdout (the proxy's access log) is drained, not kept: keeping it costs the load generator time
+      if (started) return
       out += b.toString()
       const m = ready.exec(out)
-      if (m) resolve({ proc, match: m })
+      if (m) {
+        started = true
+        resolve({ proc, match: m })
+      }
     })
     proc.once("exit", (c) => reject(new Error(`exited ${c}: ${out}`)))
   })

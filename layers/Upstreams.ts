@@ -65,6 +65,8 @@ export interface RawResponse {
 export interface SendOptions {
   readonly requestId?: string
   readonly timeout_s?: number
+  /** a W3C trace context header for the upstream (only with `telemetry.propagate`) */
+  readonly traceparent?: string
 }
 
 export interface UpstreamsShape {
@@ -167,6 +169,7 @@ export const make = (settings: SettingsShape) =>
         authorization: `Bearer ${Redacted.value(u.api_key)}`
       }
       if (opts.requestId) headers["x-request-id"] = opts.requestId
+      if (opts.traceparent) headers["traceparent"] = opts.traceparent
       const fail = (e: unknown) => transportError(u, e, timeout_s)
       // The wait for headers stays interruptible (a client that goes away aborts the upstream request);
       // once headers are in, the body is owned by the scope and always released.

@@ -53,6 +53,20 @@ export interface ProxySettings {
   readonly max_body_bytes: number
   readonly shutdown_grace_s: number
   readonly operator_token: Redacted.Redacted<string> | null
+  /** the access log's and the proxy's log lines: `text` (key=value) or `json` (one object per line) */
+  readonly log_format: "text" | "json"
+  /** serve `GET /metrics` (Prometheus text); false = 404 and nothing recorded */
+  readonly metrics: boolean
+  /** when set, `GET /metrics` needs `Authorization: Bearer <token>` */
+  readonly metrics_token: Redacted.Redacted<string> | null
+}
+
+/** OpenTelemetry traces (off unless an OTLP endpoint is configured here or in `OTEL_EXPORTER_OTLP_ENDPOINT`). */
+export interface TelemetrySettings {
+  /** OTLP/HTTP base URL (traces go to `<url>/v1/traces`); null = `OTEL_EXPORTER_OTLP_ENDPOINT`, or off */
+  readonly otlp_endpoint: string | null
+  /** send a W3C `traceparent` header on upstream requests (default false: the upstream sees no tracing headers) */
+  readonly propagate: boolean
 }
 
 /** all absolute */
@@ -98,6 +112,7 @@ export interface Settings {
   readonly paths: PathsSettings
   readonly scoring: ScoringSettings
   readonly audit: AuditSettings
+  readonly telemetry: TelemetrySettings
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -128,7 +143,10 @@ export const defaultProxySettings = (root: string): ProxySettings => ({
   partial_refusal: "content",
   max_body_bytes: 16 * 1024 * 1024,
   shutdown_grace_s: 10,
-  operator_token: null
+  operator_token: null,
+  log_format: "text",
+  metrics: true,
+  metrics_token: null
 })
 
 export const defaultPathsSettings = (root: string): PathsSettings => ({
@@ -141,6 +159,8 @@ export const defaultPathsSettings = (root: string): PathsSettings => ({
 export const defaultScoringSettings: ScoringSettings = { shieldagent_model: null, concurrency: 32 }
 
 export const defaultAuditSettings: AuditSettings = { fsync: "group", checkpoint_every: 100, max_open_files: 64, signing_key: null }
+
+export const defaultTelemetrySettings: TelemetrySettings = { otlp_endpoint: null, propagate: false }
 
 /** An upstream entry with defaults filled in (for code that builds settings, e.g. the demo). */
 export const makeUpstreamSettings = (
@@ -161,6 +181,7 @@ export interface SettingsOverrides {
   readonly paths?: Partial<PathsSettings>
   readonly scoring?: Partial<ScoringSettings>
   readonly audit?: Partial<AuditSettings>
+  readonly telemetry?: Partial<TelemetrySettings>
 }
 
 /**
@@ -186,7 +207,8 @@ export const defaultSettings = (root: string, overrides: SettingsOverrides = {})
       runs_dir: path.resolve(abs, paths.runs_dir)
     },
     scoring: { ...defaultScoringSettings, ...overrides.scoring },
-    audit: { ...defaultAuditSettings, ...overrides.audit }
+    audit: { ...defaultAuditSettings, ...overrides.audit },
+    telemetry: { ...defaultTelemetrySettings, ...overrides.telemetry }
   }
 }
 
@@ -276,7 +298,8 @@ const judgeSpec: D.Decoder<JudgeSpec> = (n) =>
 
 const PROXY_KEYS = [
   "host", "port", "audit_dir", "fail_policy", "hold_policy", "hold_timeout_s", "judge_timeout_s", "judge_cache", "judge_cache_size",
-  "max_concurrent_judges", "refusal_template", "partial_refusal", "max_body_bytes", "shutdown_grace_s", "operator_token"
+  "max_concurrent_judges", "refusal_template", "partial_refusal", "max_body_bytes", "shutdown_grace_s", "operator_token",
+  "log_format", "metrics", "metrics_token"
 ]
 
 const proxy: D.Decoder<ProxySettings> = (n) =>
@@ -298,7 +321,10 @@ const proxy: D.Decoder<ProxySettings> = (n) =>
       partial_refusal: yield* f.get("partial_refusal", D.literal("content", "drop"), d.partial_refusal),
       max_body_bytes: yield* f.get("max_body_bytes", D.number({ integer: true, min: 1 }), d.max_body_bytes),
       shutdown_grace_s: yield* f.get("shutdown_grace_s", D.number({ min: 0 }), d.shutdown_grace_s),
-      operator_token: yield* f.get("operator_token", optionalSecret, d.operator_token)
+      operator_token: yield* f.get("operator_token", optionalSecret, d.operator_token),
+      log_format: yield* f.get("log_format", D.literal("text", "json"), d.log_format),
+      metrics: yield* f.get("metrics", D.boolean, d.metrics),
+      metrics_token: yield* f.get("metrics_token", optionalSecret, d.metrics_token)
     }
   })
 
@@ -334,7 +360,19 @@ const auditSection: D.Decoder<AuditSettings> = (n) =>
     }
   })
 
-const TOP_KEYS = ["upstreams", "aliases", "model_defaults", "judges", "proxy", "paths", "scoring", "audit"]
+/** An optional http(s) URL; blank means none (so `${OTEL_EXPORTER_OTLP_ENDPOINT:-}` can leave it unset). */
+const optionalUrl: D.Decoder<string | null> = (n) => (typeof n.value === "string" && n.value.trim() === "" ? Either.right(null) : httpUrl(n))
+
+const telemetrySection: D.Decoder<TelemetrySettings> = (n) =>
+  Either.gen(function*() {
+    const f = yield* D.fields(n, ["otlp_endpoint", "propagate"])
+    return {
+      otlp_endpoint: yield* f.get("otlp_endpoint", optionalUrl, defaultTelemetrySettings.otlp_endpoint),
+      propagate: yield* f.get("propagate", D.boolean, defaultTelemetrySettings.propagate)
+    }
+  })
+
+const TOP_KEYS = ["upstreams", "aliases", "model_defaults", "judges", "proxy", "paths", "scoring", "audit", "telemetry"]
 
 /**
  * Decodes a parsed settings document (the YAML value, before expansion). `file` labels errors;
@@ -358,7 +396,8 @@ export const decodeSettings = (
       proxy: yield* f.get("proxy", proxy, defaultProxySettings(root)),
       paths: yield* f.get("paths", pathsSection, defaultPathsSettings(root)),
       scoring: yield* f.get("scoring", scoring, defaultScoringSettings),
-      audit: yield* f.get("audit", auditSection, defaultAuditSettings)
+      audit: yield* f.get("audit", auditSection, defaultAuditSettings),
+      telemetry: yield* f.get("telemetry", telemetrySection, defaultTelemetrySettings)
     }
   })
 

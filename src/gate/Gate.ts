@@ -6,11 +6,17 @@
  *
  * The only error that escapes is an audit write failure: a call whose record cannot be written is
  * never let through silently (the proxy answers 503).
+ *
+ * It reports to `Metrics` (judge durations and failures, tool calls by decision, holds pending) and,
+ * with tracing on, makes one `execute_tool` span per call ruled (GenAI attributes, never arguments).
+ * With metrics and tracing off neither costs more than a flag test.
  */
 import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { AuditSink } from "../../layers/AuditSink.js"
 import { AuditWriteError } from "../../layers/AuditSink.js"
 import { cacheKey, JudgeCache } from "../../layers/JudgeCache.js"
+import { Metrics } from "../../layers/Metrics.js"
+import { Telemetry } from "../../layers/Telemetry.js"
 import type { Judge, JudgeContext, JudgeError } from "../../judges/Judge.js"
 import { Judges } from "../../judges/Judges.js"
 import { Settings } from "../config/service.js"
@@ -81,6 +87,8 @@ export const make = Effect.gen(function* () {
   const cache = yield* JudgeCache
   const audit = yield* AuditSink
   const holds = yield* Holds
+  const metrics = yield* Metrics
+  const tracing = (yield* Telemetry).tracer !== null
   const p = settings.proxy
   const slots = yield* Effect.makeSemaphore(p.max_concurrent_judges)
   const deadline = Duration.seconds(p.judge_timeout_s)
@@ -128,20 +136,67 @@ export const make = Effect.gen(function* () {
     }
   }
 
+  /** `guarded`, timed into the judge's duration histogram (metrics on) */
+  const timed = (judge: Judge, call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict> =>
+    metrics.enabled
+      ? Effect.suspend(() => {
+          const started = performance.now()
+          return Effect.map(guarded(judge, call, ctx), (v) => {
+            metrics.judge(judge.judge).ruled((performance.now() - started) / 1000)
+            return v
+          })
+        })
+      : guarded(judge, call, ctx)
+
   const callJudge = (judge: Judge, call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict> => {
     const key = keyOf(judge, call)
     if (key !== null) {
       const hit = cache.get(key)
       if (Option.isSome(hit)) return Effect.succeed({ ...hit.value, cached: true, latency_ms: 0, usage: {} })
     }
-    return guarded(judge, call, ctx).pipe(
+    return timed(judge, call, ctx).pipe(
       slots.withPermits(1),
       Effect.timeoutTo({
         duration: deadline,
         onTimeout: () => failed(judge, "timeout", `judge timed out after ${p.judge_timeout_s}s`),
         onSuccess: (v) => v
       }),
-      Effect.tap((v) => (key !== null ? Effect.sync(() => cache.set(key, v)) : Effect.void))
+      Effect.tap((v) => {
+        if (v.status !== "ok") metrics.judge(judge.judge).failed(v.status)
+        return key !== null ? Effect.sync(() => cache.set(key, v)) : Effect.void
+      })
+    )
+  }
+
+  /** one `execute_tool` span around a call's ruling (tracing on): what was ruled and how, never the arguments */
+  const tracedRuling = (ruling: Effect.Effect<Ruled>, req: GateRequest, judge: Judge, view: ToolCallView, raw: unknown): Effect.Effect<Ruled> => {
+    const name = view.name.length > 200 ? `${view.name.slice(0, 200)}…` : view.name
+    const callId = isObject(raw) && typeof raw.id === "string" ? raw.id : null
+    return ruling.pipe(
+      Effect.tap(({ verdict }) => {
+        const effective = effectiveOf(verdict)
+        return Effect.annotateCurrentSpan({
+          "vetobench.verdict.status": verdict.status,
+          "vetobench.decision": effective,
+          "vetobench.blocked": req.arm === "enforce" && (effective === "deny" || (effective === "hold" && p.hold_policy !== "allow")),
+          "vetobench.cached": verdict.cached,
+          "vetobench.verdict.category": verdict.category,
+          ...(verdict.kind === "rule" ? { "vetobench.policy.rule": verdict.category } : {}),
+          ...(verdict.version !== null ? { "vetobench.judge.version": verdict.version } : {})
+        })
+      }),
+      Effect.withSpan(`execute_tool ${name}`, {
+        kind: "internal",
+        captureStackTrace: false,
+        attributes: {
+          "gen_ai.operation.name": "execute_tool",
+          "gen_ai.tool.name": name,
+          ...(callId !== null ? { "gen_ai.tool.call.id": callId } : {}),
+          "vetobench.judge": judge.judge,
+          "vetobench.judge.kind": judge.kind,
+          "vetobench.arm": req.arm
+        }
+      })
     )
   }
 
@@ -218,7 +273,10 @@ export const make = Effect.gen(function* () {
           : yield* Effect.forEach(
               checked,
               // a call no judge can read (arguments nested too deep) is ruled as a judge failure
-              ({ view, problem }) => (problem === null ? ruleWith(judge, view, req.context) : Effect.succeed(unreadable(judge, problem))),
+              ({ view, problem }, i) => {
+                const ruling = problem === null ? ruleWith(judge, view, req.context) : Effect.succeed(unreadable(judge, problem))
+                return tracing ? tracedRuling(ruling, req, judge, view, toolCalls[i]) : ruling
+              },
               { concurrency: "unbounded" }
             )
       const gateMs = judge === undefined ? 0 : round3(performance.now() - started)
@@ -266,6 +324,7 @@ export const make = Effect.gen(function* () {
       if (judge !== undefined) yield* commitAll(judge, views, req.context, released)
       return records.map((rec, i): CallRuling => {
         const blocked = !released[i]
+        metrics.toolCall(req.arm, req.judge ?? "none", rec.effective_decision ?? "none", blocked)
         return {
           callIndex: i,
           call: rec.tool,
@@ -286,6 +345,7 @@ export const make = Effect.gen(function* () {
   /** Park a held call for a person; record the decision (or the expiry); true when released. */
   const awaitPerson = (rec: CallRecord): Effect.Effect<boolean, AuditWriteError> =>
     Effect.gen(function* () {
+      metrics.holdsPending(1)
       const decision = yield* holds.wait(
         {
           id: rec.hash,
@@ -301,7 +361,7 @@ export const make = Effect.gen(function* () {
           verdict: rec.verdict
         },
         p.hold_timeout_s
-      )
+      ).pipe(Effect.ensuring(Effect.sync(() => metrics.holdsPending(-1))))
       const released = decision.outcome === "approved"
       yield* audit.append(rec.run_id, {
         type: "approval",
@@ -322,4 +382,4 @@ export const make = Effect.gen(function* () {
 export const blockedNotes = (rulings: ReadonlyArray<CallRuling>): ReadonlyMap<number, string> =>
   new Map(rulings.filter((r) => r.blocked).map((r) => [r.callIndex, r.refusal ?? ""] as const))
 
-export const layer: Layer.Layer<Gate, never, Settings | Judges | JudgeCache | AuditSink | Holds> = Layer.effect(Gate, make)
+export const layer: Layer.Layer<Gate, never, Settings | Judges | JudgeCache | AuditSink | Holds | Metrics | Telemetry> = Layer.effect(Gate, make)

@@ -1,5 +1,6 @@
 /**
- * The veto-proxy HTTP app: routes, request ids, and error mapping (architecture decision 6).
+ * The veto-proxy HTTP app: routes, request ids, and error mapping (architecture decision 6). The
+ * request id and the access record come from the observation middleware (observe.ts).
  */
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect } from "effect"
@@ -9,11 +10,14 @@ import { chatCompletions, CurrentRequest } from "./chat.js"
 import { completions } from "./completions.js"
 import { defectMessage } from "../gate/Gate.js"
 import { redactUrlsIn } from "../domain/redact-url.js"
+import { CurrentAccess } from "./access-log.js"
 import { errorBody, errorResponse, ProxyError } from "./errors.js"
 import { holdRoutes } from "./holds-api.js"
-import { requestIdOf, requestMeta } from "./request-meta.js"
+import { metricsRoute } from "./metrics-route.js"
+import { countBytes } from "./observe.js"
+import { requestMeta } from "./request-meta.js"
 
-const KNOWN_PATHS = new Set(["/healthz", "/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/holds"])
+const KNOWN_PATHS = new Set(["/healthz", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/holds"])
 
 const health = HttpServerResponse.unsafeJson({ ok: true, version: VERSION })
 
@@ -26,6 +30,7 @@ const models = Effect.map(Upstreams, (u) =>
 
 export const router = HttpRouter.empty.pipe(
   HttpRouter.get("/healthz", Effect.succeed(health)),
+  HttpRouter.get("/metrics", metricsRoute),
   HttpRouter.get("/v1/models", models),
   HttpRouter.post("/v1/chat/completions", chatCompletions),
   HttpRouter.post("/v1/completions", completions),
@@ -35,14 +40,19 @@ export const router = HttpRouter.empty.pipe(
 /** The app: every response carries `x-request-id`; proxy errors and unknown routes become JSON. */
 export const app = Effect.gen(function* () {
   const req = yield* HttpServerRequest.HttpServerRequest
-  const requestId = requestIdOf(req.headers)
+  const access = yield* CurrentAccess
+  const requestId = access.requestId
   const headers = { "x-request-id": requestId }
   const res = yield* router.pipe(
     Effect.provideService(CurrentRequest, requestMeta(req.headers, requestId)),
     Effect.catchTags({
-      ProxyError: (e) => Effect.succeed(errorResponse(e, requestId)),
+      ProxyError: (e) => {
+        access.error = e.code
+        return Effect.succeed(errorResponse(e, requestId))
+      },
       RouteNotFound: () => {
         const path = req.url.split("?")[0] ?? ""
+        access.error = KNOWN_PATHS.has(path) ? "method_not_allowed" : "not_found"
         return Effect.succeed(
           errorResponse(
             KNOWN_PATHS.has(path)
@@ -54,8 +64,9 @@ export const app = Effect.gen(function* () {
       }
     }),
     // a defect is a bug of ours: a JSON 500 with the request id, and one log line to find it by
-    Effect.catchAllDefect((d) =>
-      Effect.logError(`internal error in ${req.method} ${req.url.split("?")[0] ?? ""}: ${redactUrlsIn(defectMessage(Cause.die(d)))}`).pipe(
+    Effect.catchAllDefect((d) => {
+      access.error = "internal_error"
+      return Effect.logError(`internal error in ${req.method} ${req.url.split("?")[0] ?? ""}: ${redactUrlsIn(defectMessage(Cause.die(d)))}`).pipe(
         Effect.annotateLogs({ request_id: requestId }),
         Effect.as(
           HttpServerResponse.text(errorBody("internal_error", `internal error (request ${requestId}); the proxy's log has the details`, requestId), {
@@ -64,7 +75,7 @@ export const app = Effect.gen(function* () {
           })
         )
       )
-    )
+    })
   )
-  return HttpServerResponse.setHeaders(res, headers)
+  return countBytes(HttpServerResponse.setHeaders(res, headers), access)
 })

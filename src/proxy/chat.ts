@@ -9,10 +9,13 @@ import { Upstreams } from "../../layers/Upstreams.js"
 import { Settings } from "../config/service.js"
 import { normaliseChatBody } from "../domain/normalise.js"
 import { isJudged, parseRoute, RouteError, type Route } from "../domain/route.js"
-import { Gate, type GateRequest } from "../gate/Gate.js"
+import { Gate, type GateRequest, type GateShape } from "../gate/Gate.js"
+import { type AccessRecord, CurrentAccess, loggable } from "./access-log.js"
 import { errorBody, ProxyError } from "./errors.js"
-import { fromUpstreamError, readAll, readChatBody, relay, withUpstream } from "./forward.js"
+import { fromUpstreamError, readAll, readChatBody, relay } from "./forward.js"
+import { observedUpstream } from "./observe.js"
 import { runIdProblem } from "../domain/run-id.js"
+import { didYouMean } from "../domain/suggest.js"
 import type { RequestMeta } from "./request-meta.js"
 import { gateSseStream } from "./sse-gate.js"
 import { gateChatText } from "./wire/chat.js"
@@ -47,6 +50,19 @@ const answer = (text: string, blocked: number) =>
 
 const isEventStream = (contentType: string) => contentType.toLowerCase().startsWith("text/event-stream")
 
+/** the gate, counting the request's proposed, blocked and held calls into its access record */
+const countingGate = (gate: GateShape, rec: AccessRecord): GateShape => ({
+  ruleChoice: (req, choiceIndex, toolCalls) =>
+    Effect.map(gate.ruleChoice(req, choiceIndex, toolCalls), (rulings) => {
+      rec.proposed += rulings.length
+      for (const r of rulings) {
+        if (r.blocked) rec.blocked++
+        if (r.effective === "hold") rec.held++
+      }
+      return rulings
+    })
+})
+
 const auditFailed = (e: AuditWriteError) =>
   new ProxyError({ code: "audit_write_failed", message: `audit write failed, call not released: ${e.file}: ${e.reason}` })
 
@@ -54,18 +70,23 @@ export const chatCompletions = Effect.gen(function* () {
   const settings = yield* Settings
   const upstreams = yield* Upstreams
   const judges = yield* Judges
-  const gate = yield* Gate
+  const rec = yield* CurrentAccess
+  const gate = countingGate(yield* Gate, rec)
   const meta = yield* CurrentRequest
   if (meta.runId !== null) {
     const problem = runIdProblem(meta.runId)
     if (problem !== null) return yield* new ProxyError({ code: "invalid_request", message: `x-vetobench-run: ${problem}` })
+    rec.runId = meta.runId
   }
   const body = yield* readChatBody(settings.proxy.max_body_bytes)
   const route = yield* routeOf(body.model)
+  rec.model = loggable(route.model)
+  rec.arm = route.arm
+  rec.judge = route.judge === null ? null : loggable(route.judge)
   if (isJudged(route) && judges.get(route.judge!) === undefined) {
     return yield* new ProxyError({
       code: "unknown_judge",
-      message: `unknown judge '${route.judge}'; configured: ${judges.names.join(", ")}`
+      message: `unknown judge '${route.judge}'${didYouMean(route.judge!, judges.names)}; configured: ${judges.names.join(", ")}`
     })
   }
   const target = yield* Effect.mapError(upstreams.resolve(route.model), fromUpstreamError)
@@ -73,7 +94,7 @@ export const chatCompletions = Effect.gen(function* () {
   const stream = body.stream === true
   const request = gateRequest(route, meta, target.model, body.tools, stream)
 
-  return yield* withUpstream(upstreams, target, "chat/completions", JSON.stringify(body), meta.requestId, (res, release) =>
+  return yield* observedUpstream(upstreams, target, "chat/completions", JSON.stringify(body), rec, stream, (res, release) =>
     Effect.gen(function* () {
       if (!stream || res.status >= 300) {
         const text = yield* readAll(res, release)
@@ -93,6 +114,7 @@ export const chatCompletions = Effect.gen(function* () {
           onFailure: (e) => e,
           onSuccess: () => invalidAnswerError(`the upstream answered ${res.contentType || "no content type"} to a streaming request`)
         })
+        rec.error = err.code
         return HttpServerResponse.text(`data: ${errorBody(err.code, err.message, meta.requestId)}\n\n`, {
           contentType: "text/event-stream",
           headers: { ...sse, "x-vetobench-blocked": "0" }
@@ -101,6 +123,7 @@ export const chatCompletions = Effect.gen(function* () {
       const gated = gateSseStream(res.stream, { gate, request, partial: settings.proxy.partial_refusal, requestId: meta.requestId }).pipe(
         Stream.catchAll((e) => {
           const err = e._tag === "AuditWriteError" ? auditFailed(e) : fromUpstreamError(e)
+          rec.error = err.code
           return Stream.make(`data: ${errorBody(err.code, err.message, meta.requestId)}\n\n`)
         }),
         Stream.encodeText,

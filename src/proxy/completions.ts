@@ -7,19 +7,22 @@ import { Effect, Stream } from "effect"
 import { Upstreams } from "../../layers/Upstreams.js"
 import { Settings } from "../config/service.js"
 import { applyModelDefaults } from "../domain/normalise.js"
-import { CurrentRequest, routeOf } from "./chat.js"
-import { fromUpstreamError, readAll, readJsonBody, relay, withUpstream } from "./forward.js"
+import { CurrentAccess, loggable } from "./access-log.js"
+import { routeOf } from "./chat.js"
+import { fromUpstreamError, readAll, readJsonBody, relay } from "./forward.js"
+import { observedUpstream } from "./observe.js"
 
 export const completions = Effect.gen(function* () {
   const settings = yield* Settings
   const upstreams = yield* Upstreams
-  const meta = yield* CurrentRequest
+  const rec = yield* CurrentAccess
   const body = yield* readJsonBody(settings.proxy.max_body_bytes)
   const route = yield* routeOf(body.model)
+  rec.model = loggable(route.model)
   const target = yield* Effect.mapError(upstreams.resolve(route.model), fromUpstreamError)
   body.model = target.model
   applyModelDefaults(body, target.defaults)
-  return yield* withUpstream(upstreams, target, "completions", JSON.stringify(body), meta.requestId, (res, release) =>
+  return yield* observedUpstream(upstreams, target, "completions", JSON.stringify(body), rec, body.stream === true, (res, release) =>
     body.stream === true && res.status < 300
       ? Effect.succeed(HttpServerResponse.stream(res.stream.pipe(Stream.ensuring(release)), { contentType: res.contentType }))
       : Effect.map(readAll(res, release), (text) => relay(res.status, res.contentType, text, {}))

@@ -5,7 +5,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect, Exit, Scope } from "effect"
-import type { NoRoute, RawResponse, Target, TransportError, UpstreamsShape } from "../../layers/Upstreams.js"
+import type { NoRoute, RawResponse, SendOptions, Target, TransportError, UpstreamsShape } from "../../layers/Upstreams.js"
 import { readBody } from "./body.js"
 import { ProxyError } from "./errors.js"
 import { isObject } from "../domain/is-object.js"
@@ -92,12 +92,12 @@ export const withUpstream = <A, E, R>(
   target: Target,
   path: "chat/completions" | "completions",
   body: string,
-  requestId: string,
+  send: SendOptions,
   use: (res: RawResponse, release: Effect.Effect<void>) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | ProxyError, R> =>
   Effect.flatMap(Scope.make(), (scope) => {
     const release = Scope.close(scope, Exit.void)
-    return upstreams.send(target, path, body, { requestId }).pipe(
+    return upstreams.send(target, path, body, send).pipe(
       Scope.extend(scope),
       Effect.mapError(fromUpstreamError),
       Effect.flatMap((res) => use(res, release)),

@@ -12,7 +12,8 @@ import { Holds } from "../gate/Holds.js"
 import { ProxyError } from "./errors.js"
 import { readJsonObject } from "./forward.js"
 
-const sameToken = (given: string, expected: string) => {
+/** constant-time comparison of a given token with the configured one */
+export const sameToken = (given: string, expected: string) => {
   const a = Buffer.from(given)
   const b = Buffer.from(expected)
   return a.length === b.length && timingSafeEqual(a, b)

@@ -10,6 +10,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer } from "effect"
 import { app } from "./app.js"
 import { errorBody } from "./errors.js"
+import { makeObserve } from "./observe.js"
 
 export interface ProxyServerInfo {
   /** e.g. http://127.0.0.1:8080 (clients use `${url}/v1`) */
@@ -22,6 +23,8 @@ export interface ServeOptions {
   readonly host: string
   readonly port: number
   readonly graceSeconds: number
+  /** one access log line per request */
+  readonly accessLog: boolean
 }
 
 const urlOf = (a: HttpServer.Address, host: string) =>
@@ -71,8 +74,10 @@ export const layer = (opts: ServeOptions) =>
         ProxyServer,
         Effect.map(HttpServer.HttpServer, (s) => ({ url: urlOf(s.address, opts.host) }))
       )
-      return HttpServer.serve(app).pipe(
-        // a transparent proxy: no server span per request (it costs CPU and nobody collects it)
+      // the observation middleware (observe.ts) counts, logs and, when tracing is on, makes the request span
+      const serve = Layer.unwrapEffect(Effect.map(makeObserve({ accessLog: opts.accessLog }), (observe) => HttpServer.serve(app, observe)))
+      return serve.pipe(
+        // no platform server span: the proxy makes its own, and only when tracing is configured
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provideMerge(Layer.merge(grace, info)),
         Layer.provideMerge(NodeHttpServer.layer(() => server, { host: opts.host, port: opts.port }))

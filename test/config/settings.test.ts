@@ -89,7 +89,10 @@ describe("decodeSettings: defaults", () => {
       partial_refusal: "content",
       max_body_bytes: 16777216,
       shutdown_grace_s: 10,
-      operator_token: null
+      operator_token: null,
+      log_format: "text",
+      metrics: true,
+      metrics_token: null
     })
     expect(s.paths).toEqual({
       asbench_dir: "/srv/bench/third_party/Agent-SafetyBench",
@@ -166,7 +169,14 @@ describe("decodeSettings: unknown keys", () => {
   it.each(cases)("rejects an unknown key at %s", (_level, raw, keyPath) => {
     const e = fail(decode(raw))
     expect(e.path).toBe(keyPath)
-    expect(e.reason).toMatch(/^unknown key \(allowed: /)
+    expect(e.reason).toMatch(/^unknown key(; did you mean '[a-z_]+'\?)? \(allowed: /)
+  })
+
+  it("suggests the closest allowed key, if one is close", () => {
+    expect(fail(decode(minimal({ upstream: [] }))).reason).toMatch(/^unknown key; did you mean 'upstreams'\? \(allowed: /)
+    expect(fail(decode(minimal({ proxy: { prot: 1 } }))).message).toMatch(/^test\.yaml: proxy\.prot: unknown key; did you mean 'port'\? \(allowed: host, port, /)
+    expect(fail(decode(minimal({ proxy: { fail_polcy: "open" } }))).reason).toMatch(/^unknown key; did you mean 'fail_policy'\? /)
+    expect(fail(decode(minimal({ audit: { zzz: 1 } }))).reason).toMatch(/^unknown key \(allowed: fsync, /)
   })
 
   it("lists the allowed keys", () => {
@@ -361,7 +371,7 @@ describe("configs/vetobench.example.yaml", () => {
     expect(uncommented).not.toBe(text)
     const s = ok(fromYaml(uncommented, {}, REPO))
     expect(s.proxy).toEqual(defaultSettings(REPO).proxy)
-    expect(Object.keys(s.proxy).length).toBe(15)
+    expect(Object.keys(s.proxy).length).toBe(18)
     for (const key of Object.keys(s.proxy)) expect(uncommented).toMatch(new RegExp(`^  ${key}: `, "m"))
   })
 

@@ -10,6 +10,7 @@ import { FakeVllm, type FakeVllmOptions, type FakeVllmShape } from "../../layers
 import { type AuditSink, type AuditWriteError, auditFileName } from "../../layers/AuditSink.js"
 import { defaultPlugins } from "../../judges/plugins.js"
 import type { JudgeKindPlugin } from "../../judges/registry.js"
+import type { Telemetry } from "../../layers/Telemetry.js"
 import type { Upstreams } from "../../layers/Upstreams.js"
 import type { Settings as SettingsTag } from "../../src/config/service.js"
 import { defaultSettings, makeUpstreamSettings, type Settings, type SettingsOverrides, type UpstreamSettings } from "../../src/config/settings.js"
@@ -43,6 +44,10 @@ export interface HarnessOptions {
   readonly upstream?: Partial<UpstreamSettings>
   /** replace the file audit sink (then `auditFile`/`records` read files nobody writes) */
   readonly audit?: Layer.Layer<AuditSink, AuditWriteError>
+  /** write an access line per request through the logger (default off, as for embedders) */
+  readonly accessLog?: boolean
+  /** tracing (default: as the settings and OTEL_* variables say, i.e. off) */
+  readonly telemetry?: Layer.Layer<Telemetry>
 }
 
 /** Settings like the Python tests' fixture (reference §14.1), pointing at the fake. */
@@ -72,8 +77,12 @@ export const harnessLayer = (opts: HarnessOptions = {}): Layer.Layer<Harness> =>
       const fake = yield* FakeVllm
       const root = mkdtempSync(path.join(tmpdir(), "vetobench-test-"))
       const settings = testSettings(fake.url, root, opts)
-      const audit = opts.audit !== undefined ? { audit: opts.audit } : {}
-      const ctx = yield* Layer.build(proxyLayer({ settings, plugins: opts.plugins ?? defaultPlugins, port: 0, ...audit }))
+      const extra = {
+        ...(opts.audit !== undefined ? { audit: opts.audit } : {}),
+        ...(opts.accessLog !== undefined ? { accessLog: opts.accessLog } : {}),
+        ...(opts.telemetry !== undefined ? { telemetry: opts.telemetry } : {})
+      }
+      const ctx = yield* Layer.build(proxyLayer({ settings, plugins: opts.plugins ?? defaultPlugins, port: 0, ...extra }))
       const server = Context.get(ctx, ProxyServer)
       const auditFile = (run: string | null) => path.join(settings.proxy.audit_dir, auditFileName(run))
       return {
