@@ -142,6 +142,21 @@ const makePool = (u: UpstreamSettings): PoolEntry => {
   return { pool, basePath: url.pathname.replace(/\/+$/, "") }
 }
 
+/** The body as UTF-8 text (a BOM dropped, as `body.text()` does), refused past `limit` bytes (the rest is not read). */
+const boundedText = async (body: Dispatcher.ResponseData["body"], limit: number): Promise<string> => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > limit) {
+      body.destroy()
+      throw new Error(`the answer is larger than ${limit} bytes (proxy.max_answer_bytes)`)
+    }
+    chunks.push(chunk)
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks))
+}
+
 export const make = (settings: SettingsShape) =>
   Effect.gen(function* () {
     const pools = new Map<string, PoolEntry>()
@@ -197,7 +212,7 @@ export const make = (settings: SettingsShape) =>
           return {
             status: r.statusCode,
             contentType: Array.isArray(ct) ? (ct[0] ?? "") : (ct ?? ""),
-            text: Effect.tryPromise({ try: () => r.body.text(), catch: fail }),
+            text: Effect.tryPromise({ try: () => boundedText(r.body, settings.proxy.max_answer_bytes), catch: fail }),
             stream: Stream.fromAsyncIterable(r.body as AsyncIterable<Uint8Array>, fail)
           }
         })

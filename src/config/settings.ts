@@ -51,6 +51,8 @@ export interface ProxySettings {
   readonly refusal_template: string
   readonly partial_refusal: "content" | "drop"
   readonly max_body_bytes: number
+  /** an upstream's buffered answer, or one event of its stream, larger than this is a 502 / an error event */
+  readonly max_answer_bytes: number
   readonly shutdown_grace_s: number
   readonly operator_token: Redacted.Redacted<string> | null
   /** the access log's and the proxy's log lines: `text` (key=value) or `json` (one object per line) */
@@ -142,6 +144,7 @@ export const defaultProxySettings = (root: string): ProxySettings => ({
   refusal_template: DEFAULT_REFUSAL_TEMPLATE,
   partial_refusal: "content",
   max_body_bytes: 16 * 1024 * 1024,
+  max_answer_bytes: 64 * 1024 * 1024,
   shutdown_grace_s: 10,
   operator_token: null,
   log_format: "text",
@@ -298,7 +301,7 @@ const judgeSpec: D.Decoder<JudgeSpec> = (n) =>
 
 const PROXY_KEYS = [
   "host", "port", "audit_dir", "fail_policy", "hold_policy", "hold_timeout_s", "judge_timeout_s", "judge_cache", "judge_cache_size",
-  "max_concurrent_judges", "refusal_template", "partial_refusal", "max_body_bytes", "shutdown_grace_s", "operator_token",
+  "max_concurrent_judges", "refusal_template", "partial_refusal", "max_body_bytes", "max_answer_bytes", "shutdown_grace_s", "operator_token",
   "log_format", "metrics", "metrics_token"
 ]
 
@@ -320,6 +323,7 @@ const proxy: D.Decoder<ProxySettings> = (n) =>
       refusal_template: yield* f.get("refusal_template", refusalTemplate, d.refusal_template),
       partial_refusal: yield* f.get("partial_refusal", D.literal("content", "drop"), d.partial_refusal),
       max_body_bytes: yield* f.get("max_body_bytes", D.number({ integer: true, min: 1 }), d.max_body_bytes),
+      max_answer_bytes: yield* f.get("max_answer_bytes", D.number({ integer: true, min: 1 }), d.max_answer_bytes),
       shutdown_grace_s: yield* f.get("shutdown_grace_s", D.number({ min: 0 }), d.shutdown_grace_s),
       operator_token: yield* f.get("operator_token", optionalSecret, d.operator_token),
       log_format: yield* f.get("log_format", D.literal("text", "json"), d.log_format),

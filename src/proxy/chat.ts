@@ -120,7 +120,7 @@ export const chatCompletions = Effect.gen(function* () {
           headers: { ...sse, "x-vetobench-blocked": "0" }
         })
       }
-      const gated = gateSseStream(res.stream, { gate, request, partial: settings.proxy.partial_refusal, requestId: meta.requestId }).pipe(
+      const gated = gateSseStream(res.stream, { gate, request, partial: settings.proxy.partial_refusal, requestId: meta.requestId, maxEventSize: settings.proxy.max_answer_bytes }).pipe(
         Stream.catchAll((e) => {
           const err = e._tag === "AuditWriteError" ? auditFailed(e) : fromUpstreamError(e)
           rec.error = err.code

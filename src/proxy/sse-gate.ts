@@ -54,6 +54,8 @@ export interface SseGateOptions {
   readonly requestId?: string
   /** false: parse every event (the slow path), never pass bytes on as they came; the property tests compare the two */
   readonly fastPath?: boolean
+  /** one event larger than this (`proxy.max_answer_bytes`, counted in UTF-16 units) ends the stream with an error event */
+  readonly maxEventSize?: number
 }
 
 /** What the gate sends next; `stop` once an error event ended the stream for the client. */
@@ -251,7 +253,11 @@ export const makeSseGate = (opts: SseGateOptions) => {
     return Effect.asVoid(settleAll)
   })
 
-  return { onData, end, abandon, blocked: () => blocked }
+  /** an event larger than the proxy accepts: the stream ends here */
+  const overflow = (limit: number): Effect.Effect<SseStep, AuditWriteError> =>
+    stopped || done ? Effect.succeed(step([])) : fail(`an event of the upstream stream is larger than ${limit} bytes (proxy.max_answer_bytes)`)
+
+  return { onData, end, abandon, overflow, blocked: () => blocked }
 }
 
 /** add one tool-call delta to its call (by `index`); why it cannot be read, or null */
@@ -296,14 +302,24 @@ export const gateSseStream = <E>(
       if (ev._tag === "Event") events.push(ev.data)
     })
     let stop = false
+    // text fed since the last event was dispatched: what the parser is holding (bounded)
+    let pending = 0
+    const limit = opts.maxEventSize ?? Number.POSITIVE_INFINITY
     const body = upstream.pipe(
       Stream.decodeText(),
       Stream.mapEffect((text) =>
         Effect.gen(function* () {
           parser.feed(text)
+          pending = events.length > 0 ? 0 : pending + text.length
+          if (pending > limit) {
+            events.length = 0
+            const r = yield* g.overflow(limit)
+            stop = true
+            return r.out
+          }
           const out: Array<string> = []
           for (const data of events.splice(0)) {
-            const r = yield* g.onData(data)
+            const r = data.length > limit ? yield* g.overflow(limit) : yield* g.onData(data)
             out.push(...r.out)
             if (r.stop) {
               stop = true

@@ -88,6 +88,7 @@ describe("decodeSettings: defaults", () => {
         "I did not perform this action. The tool call `{tool_name}` was blocked by the tool-call safety judge ({category}): {reason}",
       partial_refusal: "content",
       max_body_bytes: 16777216,
+      max_answer_bytes: 67108864,
       shutdown_grace_s: 10,
       operator_token: null,
       log_format: "text",
@@ -371,7 +372,7 @@ describe("configs/vetobench.example.yaml", () => {
     expect(uncommented).not.toBe(text)
     const s = ok(fromYaml(uncommented, {}, REPO))
     expect(s.proxy).toEqual(defaultSettings(REPO).proxy)
-    expect(Object.keys(s.proxy).length).toBe(18)
+    expect(Object.keys(s.proxy).length).toBe(19)
     for (const key of Object.keys(s.proxy)) expect(uncommented).toMatch(new RegExp(`^  ${key}: `, "m"))
   })
 

@@ -212,7 +212,7 @@ describe("client mistakes are 400s with the request id", () => {
 })
 
 describe("upstream answers the gate cannot read", () => {
-  layer(harnessLayer({ upstream: { base_url: hostile.url }, settings: () => ({ judges: JUDGES, proxy: { fail_policy: "closed" } }) }), { excludeTestServices: true })((it) => {
+  layer(harnessLayer({ upstream: { base_url: hostile.url }, settings: () => ({ judges: JUDGES, proxy: { fail_policy: "closed", max_answer_bytes: 65536 } }) }), { excludeTestServices: true })((it) => {
     const CALL = { id: "call_1", type: "function", function: { name: "delete_file", arguments: '{"path":"/"}' } }
     const answer = (message: unknown) => JSON.stringify({ id: "x", object: "chat.completion", choices: [{ index: 0, message, finish_reason: "tool_calls" }] })
 
@@ -240,6 +240,29 @@ describe("upstream answers the gate cannot read", () => {
           expect(pass.status).toBe(200)
         }
         expect(h.records("unreadable")).toEqual([])
+      }))
+
+    it.effect("answers larger than proxy.max_answer_bytes: a buffered one is a 502, one streamed event ends the stream; many small events are fine", () =>
+      Effect.gen(function* () {
+        const h = yield* Harness
+        const big = "x".repeat(100_000)
+        hostile.answer = { body: answer({ role: "assistant", content: big }) }
+        const r = yield* post(h, { model: "agent@enforce:deny-all" }, { run: "big" })
+        expect(r.status).toBe(502)
+        expect(r.text).toContain("proxy.max_answer_bytes")
+        const chunk = (content: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`
+        hostile.answer = { contentType: "text/event-stream", body: [chunk("hi"), chunk(big).slice(0, 40_000), chunk(big).slice(40_000), "data: [DONE]\n\n"] }
+        const s = yield* post(h, { model: "agent@enforce:deny-all", stream: true }, { run: "big" })
+        const events = sseEvents(s.text)
+        expect(JSON.parse(events[events.length - 1]!)).toMatchObject({ error: { code: "upstream_invalid_response" } })
+        expect(events[events.length - 1]).toContain("proxy.max_answer_bytes")
+        // an event that never ends is cut when the text held for it passes the limit
+        hostile.answer = { contentType: "text/event-stream", body: [chunk("hi"), `data: ${big}`, big] }
+        const endless = sseEvents((yield* post(h, { model: "agent@enforce:deny-all", stream: true }, { run: "big" })).text)
+        expect(endless.at(-1)).toContain("proxy.max_answer_bytes")
+        hostile.answer = { contentType: "text/event-stream", body: [...Array.from({ length: 30 }, () => chunk("y".repeat(5000))), "data: [DONE]\n\n"] }
+        const many = yield* post(h, { model: "agent@enforce:deny-all", stream: true }, { run: "big" })
+        expect(sseEvents(many.text).at(-1)).toBe("[DONE]")
       }))
 
     it.effect("the legacy function_call is ruled like a tool call: denied → removed with a note; allowed → kept; both recorded", () =>
