@@ -207,5 +207,5 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
     const none = cli(["run", "-e", "configs/none.yaml", "--bench", "asb"])
     expect(none.code).toBe(0)
     expect(none.stdout.trim()).toBe("== ASB: no attacks in configs/none.yaml (asb.attacks is empty)")
-  }, 60_000)
+  }, 120_000)
 })

@@ -225,7 +225,7 @@ const onTerminal = (args: ReadonlyArray<string>, env: Readonly<Record<string, st
   const base = { ...process.env }
   delete base.NO_COLOR
   const command = [process.execPath, CLI, ...args].map((a) => `'${a}'`).join(" ")
-  const r = spawnSync("script", ["-qec", command, "/dev/null"], { env: { ...base, TERM: "xterm", ...env }, encoding: "utf8", timeout: 30_000 })
+  const r = spawnSync("script", ["-qec", command, "/dev/null"], { env: { ...base, TERM: "xterm", ...env }, encoding: "utf8", timeout: 100_000 })
   return r.stdout
 }
 

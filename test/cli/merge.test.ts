@@ -49,7 +49,7 @@ beforeAll(async () => {
       [`name: ${name}`, `proxy_url: ${proxy.match[1]!}`, `models: [${MODEL}]`, "judges: [allow-all]", "arms: [baseline, enforce]", "agent_safetybench:", "  workers: 3", ""].join("\n")
     )
   }
-}, 60_000)
+}, 120_000)
 
 afterAll(async () => {
   for (const p of procs.reverse()) {
@@ -277,5 +277,5 @@ describe("vetobench run --shard on an experiment with ASB", () => {
     // no ASB results and no ASB audit file
     expect(fs.existsSync(path.join(dir, "runs", "mixed", "asb"))).toBe(false)
     expect(fs.readdirSync(path.join(dir, "runs", "audit")).filter((f) => f.startsWith("mixed.asb."))).toEqual([])
-  }, 60_000)
+  }, 120_000)
 })

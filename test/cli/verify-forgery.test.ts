@@ -51,7 +51,7 @@ beforeAll(() => {
   expect(runCli(["audit", "manifest", other.log, report, "--key", other.key]).code).toBe(0)
   // a run of its own, with its own key
   manifested = { log: other.log, anchor: other.anchor, pub: other.pub }
-}, 60_000)
+}, 120_000)
 
 const linesOf = (file: string) => readFileSync(file, "utf8").trimEnd().split("\n")
 
@@ -190,7 +190,7 @@ describe("verify-audit --pubkey: cut back to an earlier checkpoint", () => {
         )
       )
     }
-  }, 30_000)
+  }, 120_000)
 
   it("a file closed, reopened and closed again (final checkpoints at each close, periodic ones between) is OK (exit 0)", async () => {
     const genuine = await continued([[callEntry(9, "demo"), callEntry(10, "demo")], [callEntry(11, "demo")], []], 2)
@@ -203,7 +203,7 @@ describe("verify-audit --pubkey: cut back to an earlier checkpoint", () => {
     const r = verify(genuine.log)
     expect(r.code).toBe(0)
     expect(r.stdout).toMatch(/^OK {6}.*: 11 records – chain ok; anchor ok \(4 checkpoint\(s\) cover all records\); signatures ok/m)
-  }, 30_000)
+  }, 120_000)
 
   it("an anchor written before `final` existed (no such field) verifies as before: OK, and a cut back to one of its checkpoints is not detectable", () => {
     // the checkpoints as the writer wrote them before the field: signed by hand over the documented bytes
@@ -264,7 +264,7 @@ describe("verify-audit --pubkey: numbers spelled otherwise than the writer spell
     expect(r.stdout).toMatch(
       /^FAIL {4}.*: 9 records – chain: record 9: number 10000000000000001 at line 9 is not in canonical form \(10000000000000000\) \(refused: the hash covers the number JavaScript reads, and JSON readers disagree on its value\); anchor ok/m
     )
-  }, 30_000)
+  }, 120_000)
 })
 
 describe("verify-audit --pubkey: PARTIAL (exit 3) while a writer holds the file", () => {
@@ -297,7 +297,7 @@ describe("verify-audit --pubkey: PARTIAL (exit 3) while a writer holds the file"
     const closed = verify(log)
     expect(closed.code).toBe(0)
     expect(closed.stdout).toMatch(/^OK {6}.*: 10 records – chain ok; anchor ok \(2 checkpoint\(s\) cover all records\); signatures ok/m)
-  }, 30_000)
+  }, 120_000)
 })
 
 describe("verify-audit runs/audit/*.jsonl: anchor files among the FILEs", () => {

@@ -70,7 +70,7 @@ describe("verifyChainParallel", () => {
   it("verifies an intact file like the single-thread check, blank lines and old-style lines included", async () => {
     const text = lines.map((l, i) => (i % 50 === 0 ? `\n  \n${l}\n` : `${l}\n`)).join("")
     expect(await both(text)).toMatchObject({ ok: true, records: 400 })
-  }, 60_000)
+  }, 120_000)
 
   it("finds the same first failure on tampered files (edits, deletions, swaps, torn tail)", async () => {
     const edits = fc.sample(
@@ -88,7 +88,7 @@ describe("verifyChainParallel", () => {
       const got = await both(ls.map((l) => `${l}\n`).join("") + tail)
       expect(got.ok).toBe(e.kind === "torn" && e.at === 0)
     }
-  }, 60_000)
+  }, 120_000)
 
   it("any split into ranges gives the same result; a range whose worker fails is scanned here", async () => {
     const text = lines.map((l) => `${l}\n`).join("")
@@ -136,5 +136,5 @@ describe("vetobench verify-audit on a large file (worker threads of the bundle)"
     const bad = runCli(["verify-audit", file])
     expect(bad.code).toBe(1)
     expect(bad.stdout).toMatch(/^FAIL +.*: 6000 records – chain: record 5901: hash mismatch \(record was modified\)/m)
-  }, 60_000)
+  }, 120_000)
 })

@@ -114,7 +114,7 @@ describe.skipIf(skip)("report.html in headless Chromium", () => {
     expect(f.overflowX).toBe(false)
     expect(r.contentSize.height).toBeGreaterThan(1500)
     expectPng(shot)
-  }, 90_000)
+  }, 120_000)
 
   it("a larger report (two models, four variants, layered judge) renders as cleanly; screenshot saved", async () => {
     const dir = fs.mkdtempSync(path.join(ws.root, "sample-"))
@@ -136,5 +136,5 @@ describe.skipIf(skip)("report.html in headless Chromium", () => {
     expect(f.confusionCards).toBe(5)
     expect(f.overflowX).toBe(false)
     expectPng(shot)
-  }, 90_000)
+  }, 120_000)
 })

@@ -1,4 +1,8 @@
-/** Run the built `vetobench` bundle as a user would. */
+/**
+ * Run the built `vetobench` bundle as a user would. The timeouts only end a hung process: they are
+ * generous (a busy 2-core machine starts a CLI several times slower), and below the test timeout.
+ */
+const HANG_MS = 100_000
 import { spawn, spawnSync } from "node:child_process"
 import * as path from "node:path"
 
@@ -17,7 +21,7 @@ export const runCli = (args: ReadonlyArray<string>, opts: { cwd?: string; env?: 
     cwd: opts.cwd ?? process.cwd(),
     env: { ...process.env, ...opts.env },
     encoding: "utf8",
-    timeout: 30_000
+    timeout: HANG_MS
   })
   return { code: r.status, stdout: strip(r.stdout), stderr: strip(r.stderr) }
 }
@@ -27,7 +31,7 @@ export const startCli = (args: ReadonlyArray<string>, ready: RegExp, opts: { cwd
   new Promise<{ proc: ReturnType<typeof spawn>; match: RegExpMatchArray; output: () => string }>((resolve, reject) => {
     const proc = spawn(process.execPath, [CLI, ...args], { cwd: opts.cwd ?? process.cwd(), stdio: ["ignore", "pipe", "pipe"] })
     let out = ""
-    const timer = setTimeout(() => reject(new Error(`not ready: ${out}`)), 15_000)
+    const timer = setTimeout(() => reject(new Error(`not ready: ${out}`)), HANG_MS)
     const onData = (b: Buffer) => {
       out += strip(b.toString())
       const m = ready.exec(out)
