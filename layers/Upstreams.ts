@@ -157,6 +157,14 @@ const boundedText = async (body: Dispatcher.ResponseData["body"], limit: number)
   return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
+/** The upstream a model name goes to: the first that lists it in `models`, else the first catch-all (no `models`). */
+export const upstreamFor = (settings: Pick<SettingsShape, "upstreams">, model: string): UpstreamSettings | undefined =>
+  settings.upstreams.find((x) => x.models.includes(model)) ?? settings.upstreams.find((x) => x.models.length === 0)
+
+/** A client's model name after `aliases` (own keys only: a model named `constructor` is not an alias). */
+export const aliasOf = (settings: Pick<SettingsShape, "aliases">, model: string): string =>
+  (Object.hasOwn(settings.aliases, model) ? settings.aliases[model] : undefined) ?? model
+
 export const make = (settings: SettingsShape) =>
   Effect.gen(function* () {
     const pools = new Map<string, PoolEntry>()
@@ -166,12 +174,10 @@ export const make = (settings: SettingsShape) =>
     for (const u of settings.upstreams) pools.set(u.name, makePool(u))
 
     const target = (model: string): Either.Either<Target, NoRoute> => {
-      const u =
-        settings.upstreams.find((x) => x.models.includes(model)) ?? settings.upstreams.find((x) => x.models.length === 0)
+      const u = upstreamFor(settings, model)
       return u ? Either.right({ upstream: u, model, defaults: settings.model_defaults[model] }) : Either.left(new NoRoute({ model }))
     }
-    // own keys only: a model named `constructor` or `__proto__` is not an alias
-    const resolve = (model: string) => target((Object.hasOwn(settings.aliases, model) ? settings.aliases[model] : undefined) ?? model)
+    const resolve = (model: string) => target(aliasOf(settings, model))
 
     const send: UpstreamsShape["send"] = (t, path, body, opts = {}) => {
       const u = t.upstream

@@ -32,8 +32,4 @@ export const settleFailures = (failed: number, line: string, allowed: number): E
 /** `1 case`, `3 cases` */
 export const count = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`
 
-/** An error text on one line, cut at `max` characters. */
-export const oneLine = (s: string, max = 300): string => {
-  const t = s.replace(/\s*[\r\n]+\s*/g, " ").trim()
-  return t.length > max ? `${t.slice(0, max)}…` : t
-}
+export { oneLine } from "../domain/one-line.js"

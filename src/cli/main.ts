@@ -2,7 +2,8 @@
 /**
  * The composition root of the `vetobench` executable: the command tree (commands.ts), help and
  * usage errors (help.ts), platform layers, exit codes
- * (0 ok; 1 a command failed, with one line; 2 usage error; defects keep the runtime's report).
+ * (0 ok; 1 a command failed, with one line; 2 usage error; 3 verify-audit partly verified; defects keep
+ * the runtime's report).
  */
 import { CliConfig, Command, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"

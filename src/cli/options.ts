@@ -5,6 +5,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { DEFAULT_SETTINGS_FILE, SETTINGS_FILE_ENV, settingsFileConfig } from "../config/service.js"
 import { loadSettings } from "../config/settings.js"
+import { BUILTIN_JUDGES } from "../../judges/static.js"
+import { didYouMeanClause } from "../domain/suggest.js"
 
 export const DEFAULT_CONFIG = DEFAULT_SETTINGS_FILE
 
@@ -58,3 +60,20 @@ export const runDirOption = Options.text("run-dir").pipe(
 /** The experiment with `--run-dir` (resolved against the working directory) as its `run_dir`, when given. */
 export const withRunDir = <E extends { readonly run_dir: string }>(exp: E, runDir: Option.Option<string>): E =>
   Option.match(runDir, { onNone: () => exp, onSome: (dir) => ({ ...exp, run_dir: path.resolve(dir) }) })
+
+/** The judges a command may name: the settings' own, then the built-in controls the settings do not redefine. */
+export const configuredJudges = (judges: Readonly<Record<string, unknown>>): ReadonlyArray<string> => [
+  ...Object.keys(judges),
+  ...Object.keys(BUILTIN_JUDGES).filter((j) => !Object.hasOwn(judges, j))
+]
+
+/** One line for judge names that are not configured (with a suggestion for a single typo), or null. */
+export const unknownJudges = (names: ReadonlyArray<string>, judges: Readonly<Record<string, unknown>>): CliFailure | null => {
+  const configured = configuredJudges(judges)
+  const unknown = names.filter((j) => !configured.includes(j))
+  if (unknown.length === 0) return null
+  const hint = unknown.length === 1 ? didYouMeanClause(unknown[0]!, configured) : ""
+  return new CliFailure({
+    message: `unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.map((j) => `'${j}'`).join(", ")}${hint === "" ? "" : `; ${hint}`} (configured: ${configured.join(", ")})`
+  })
+}

@@ -13,9 +13,11 @@
  */
 import { Duration, Effect, Either } from "effect"
 import * as Upstreams from "../../layers/Upstreams.js"
+import { aliasOf, upstreamFor } from "../../layers/Upstreams.js"
 import { BUILTIN_JUDGES } from "../../judges/static.js"
 import type { JudgeSpec, Settings, UpstreamSettings } from "../config/settings.js"
 import { redactUrl } from "../domain/redact-url.js"
+import { didYouMean } from "../domain/suggest.js"
 
 /** A model we are about to call, and who calls it. */
 export interface ModelNeed {
@@ -103,9 +105,8 @@ interface Routed {
 /** Where each need goes: the upstream the proxy (agents) or the judge (judge models) would send it to. */
 export const route = (settings: Pick<Settings, "upstreams" | "aliases">, needs: ReadonlyArray<ModelNeed>): ReadonlyArray<Routed> =>
   needs.map((need) => {
-    const sent = need.viaAlias && Object.hasOwn(settings.aliases, need.model) ? settings.aliases[need.model]! : need.model
-    // the routing rule of layers/Upstreams.ts `target`: listed in `models`, else the first catch-all
-    const upstream = settings.upstreams.find((u) => u.models.includes(sent)) ?? settings.upstreams.find((u) => u.models.length === 0) ?? null
+    const sent = need.viaAlias ? aliasOf(settings, need.model) : need.model
+    const upstream = upstreamFor(settings, sent) ?? null
     return { need, sent, upstream }
   })
 
@@ -147,23 +148,6 @@ export const checkServed = (settings: Settings, needs: ReadonlyArray<ModelNeed>)
 // ---------------------------------------------------------------------------------------------
 // one line per finding
 
-const distance = (a: string, b: string): number => {
-  const d: Array<Array<number>> = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)])
-  for (let j = 1; j <= b.length; j++) d[0]![j] = j
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-  }
-  return d[a.length]![b.length]!
-}
-
-/** The served name closest to `name` (a typo: at most 3 edits, less than half its length), if any. */
-export const nearest = (name: string, served: ReadonlyArray<string>): string | undefined => {
-  const best = served.map((s) => [s, distance(name.toLowerCase(), s.toLowerCase())] as const).sort((x, y) => x[1] - y[1])[0]
-  return best !== undefined && best[1] > 0 && best[1] <= Math.min(3, Math.floor(name.length / 2)) ? best[0] : undefined
-}
-
 const shownList = (xs: ReadonlyArray<string>, max = 8): string =>
   xs.length === 0 ? "nothing" : xs.length <= max ? xs.join(", ") : `${xs.slice(0, max).join(", ")}, … (${xs.length} models)`
 
@@ -176,11 +160,8 @@ export const findingLine = (f: Finding, settingsFile: string): string => {
   switch (f._tag) {
     case "NoRoute":
       return `${subject(f.need, f.sent)}: no upstream serves '${f.sent}' (none lists it in \`models\` and none is a catch-all; upstreams in ${settingsFile})`
-    case "NotServed": {
-      const near = nearest(f.sent, f.served)
-      return `${subject(f.need, f.sent)} is not served by ${whereOf(f.upstream)}${near !== undefined ? ` (did you mean '${near}'?)` : ""}; ` +
-        `it serves ${shownList(f.served)}`
-    }
+    case "NotServed":
+      return `${subject(f.need, f.sent)} is not served by ${whereOf(f.upstream)}${didYouMean(f.sent, f.served)}; it serves ${shownList(f.served)}`
     case "Unreachable": {
       // the transport error names the upstream and its URL again: once is enough
       const reason = f.reason.replace(`upstream '${f.upstream.name}' unavailable: `, "").replace(` (${redactUrl(f.upstream.base_url)})`, "")

@@ -17,12 +17,10 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import { defaultPlugins } from "../../judges/plugins.js"
-import { BUILTIN_JUDGES } from "../../judges/static.js"
 import type { Bench } from "../config/experiment.js"
 import { Progress } from "../experiment/progress.js"
 import { auditFileFor, baselineVariant, replayBench, replayGateLayer, type ReplaySummary } from "../experiment/replay.js"
-import { didYouMeanClause } from "../domain/suggest.js"
-import { CliFailure, configOption, runDirOption } from "./options.js"
+import { CliFailure, configOption, runDirOption, unknownJudges } from "./options.js"
 import { allowErrorsOption, count, oneLine, settleFailures } from "./failures.js"
 import { experimentOption, modelOption, names, selection } from "./run.js"
 
@@ -64,12 +62,8 @@ export const replayCommand = Command.make(
       const { exp, settings } = sel
       const judgeList = names(judges).length > 0 ? names(judges) : [...exp.judges]
       if (judgeList.length === 0) return yield* fail(`no judges to replay: give --judges or list judges in ${exp.file}`)
-      const configured = [...Object.keys(settings.judges), ...Object.keys(BUILTIN_JUDGES).filter((j) => !(j in settings.judges))]
-      const unknown = judgeList.filter((j) => !configured.includes(j))
-      if (unknown.length > 0) {
-        const hint = unknown.length === 1 ? didYouMeanClause(unknown[0]!, configured) : ""
-        return yield* fail(`unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.map((j) => `'${j}'`).join(", ")}${hint === "" ? "" : `; ${hint}`} (configured: ${configured.join(", ")})`)
-      }
+      const bad = unknownJudges(judgeList, settings.judges)
+      if (bad !== null) return yield* bad
       const baseline = baselineVariant(exp)
       if (baseline === undefined) return yield* fail(`${exp.file}: replay needs the baseline arm (arms: ${exp.arms.join(", ")})`)
       const benches = BENCHES.filter((b) => bench.length === 0 || bench.includes(b))

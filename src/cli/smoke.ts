@@ -36,7 +36,7 @@ import { readYamlFile } from "../config/yaml-file.js"
 import type { Decision } from "../domain/verdict.js"
 import { Gate, type GateRequest } from "../gate/Gate.js"
 import { gateLayer } from "../proxy/live.js"
-import { CliFailure, configOption, settingsFrom } from "./options.js"
+import { CliFailure, configOption, configuredJudges, settingsFrom, unknownJudges } from "./options.js"
 import { agentNeeds, findings, findingsLine, judgeModelNeeds, type Listing, listUpstreams } from "./preflight.js"
 import {
   agentPayload,
@@ -57,7 +57,6 @@ import {
 } from "./smoke/probes.js"
 import { isObject } from "../domain/is-object.js"
 import { redactUrlsIn } from "../domain/redact-url.js"
-import { didYouMeanClause } from "../domain/suggest.js"
 
 const list = (name: string, pseudo: string, what: string) =>
   Options.text(name).pipe(
@@ -224,7 +223,7 @@ const judgeSection = (settings: Settings, judges: ReadonlyArray<string>): Sectio
     ).pipe(
       Effect.catchTags({
         JudgeConfigError: (e) => say(`  FAIL judges: ${settings.file}: ${e.message}`).pipe(Effect.as([false])),
-        AuditWriteError: (e) => Effect.die(e)
+        AuditWriteError: (e) => say(`  FAIL judges: audit: ${e.message}`).pipe(Effect.as([false]))
       })
     )
   })
@@ -293,16 +292,9 @@ export const smokeCommand = Command.make(
         onSome: Effect.succeed<ReadonlyArray<string>>,
         onNone: () => Option.match(experiment, { onSome: experimentModels, onNone: () => Effect.succeed([]) })
       })
-      const configured = [...Object.keys(settings.judges), ...Object.keys(BUILTIN_JUDGES).filter((j) => !(j in settings.judges))]
-      const judgeList = Option.getOrElse(given(judges), () => configured)
-      const unknown = judgeList.filter((j) => !configured.includes(j))
-      if (unknown.length > 0) {
-        return yield* new CliFailure({
-          message: `unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.map((j) => `'${j}'`).join(", ")}${
-            unknown.length === 1 && didYouMeanClause(unknown[0]!, configured) !== "" ? `; ${didYouMeanClause(unknown[0]!, configured)}` : ""
-          } (configured: ${configured.join(", ")})`
-        })
-      }
+      const judgeList = Option.getOrElse(given(judges), () => configuredJudges(settings.judges))
+      const bad = unknownJudges(judgeList, settings.judges)
+      if (bad !== null) return yield* bad
       const { checks, failed } = yield* runSmoke(settings, agentList, judgeList)
       if (failed === 0) return yield* say("\nSMOKE PASSED")
       yield* say(`\nSMOKE FAILED (${failed} check${failed === 1 ? "" : "s"} failed)`)

@@ -70,3 +70,9 @@ export const finiteNumbers = (value: unknown): boolean => {
   }
   return true
 }
+
+/**
+ * False only when no number in the JSON text can read as Infinity: a literal is finite unless it has
+ * an exponent or at least 309 integer digits. A cheap test before {@link finiteNumbers} walks a value.
+ */
+export const mayOverflow = (text: string): boolean => /\d[eE]|\d{309}/.test(text)

@@ -113,13 +113,12 @@ export const make = Effect.gen(function* () {
   /**
    * Run the judge so that nothing it does escapes as anything but a verdict: a throw before it returns
    * an effect, a defect inside it (a throw in `Effect.sync`, a stack overflow), an interruption of
-   * its own, an answer that is not a verdict. It runs in a child fiber, so its self-interruption ends
-   * only the child; the deadline still interrupts it.
+   * its own, an answer that is not a verdict. `Effect.exit` turns each into an `Exit` without a fiber of
+   * its own (an `Effect.interrupt` inside the judge is a failed `Exit` here; test/gate/gate-total.test.ts).
    */
   const guarded = (judge: Judge, call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict> =>
     Effect.suspend(() => judge.rule(call, ctx)).pipe(
-      Effect.fork,
-      Effect.flatMap(Fiber.await),
+      Effect.exit,
       Effect.map((exit) => {
         if (Exit.isFailure(exit)) return failedFrom(judge, exit.cause)
         const problem = verdictProblem(exit.value)

@@ -26,6 +26,8 @@ export interface AccessRecord {
   readonly bytesIn: number | null
   /** count the response's bytes (access log on) */
   readonly countBytes: boolean
+  /** someone reads this record (access log, metrics or tracing on): else nothing fills it */
+  readonly observed: boolean
   runId: string | null
   model: string | null
   arm: string | null
@@ -44,12 +46,20 @@ export interface AccessRecord {
 
 export class CurrentAccess extends Context.Tag("vetobench/CurrentAccess")<CurrentAccess, AccessRecord>() {}
 
-export const newAccessRecord = (requestId: string, method: string, route: string, bytesIn: number | null, countBytes: boolean): AccessRecord => ({
+export const newAccessRecord = (
+  requestId: string,
+  method: string,
+  route: string,
+  bytesIn: number | null,
+  countBytes: boolean,
+  observed: boolean = true
+): AccessRecord => ({
   requestId,
   method,
   route,
   bytesIn,
   countBytes,
+  observed,
   runId: null,
   model: null,
   arm: null,

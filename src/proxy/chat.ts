@@ -71,7 +71,8 @@ export const chatCompletions = Effect.gen(function* () {
   const upstreams = yield* Upstreams
   const judges = yield* Judges
   const rec = yield* CurrentAccess
-  const gate = countingGate(yield* Gate, rec)
+  const ruling = yield* Gate
+  const gate = rec.observed ? countingGate(ruling, rec) : ruling
   const meta = yield* CurrentRequest
   if (meta.runId !== null) {
     const problem = runIdProblem(meta.runId)

@@ -50,6 +50,9 @@ export class ProxyError extends Data.TaggedError("ProxyError")<{
 
 /** The error body; `request_id` (the response's `x-request-id`) lets an operator find the request's log line. */
 export const errorBody = (code: ProxyErrorCode | string, message: string, requestId: string | null = null) =>
+  // the secrets a message can quote are URLs the settings hold, all `http(s)://` (the decoders refuse
+  // others) or quoted by Node/undici with their scheme: text without "://" holds none, and a client's
+  // model name is not mangled by the schemeless heuristic
   JSON.stringify({ error: { message: message.includes("://") ? redactUrlsIn(message) : message, type: "vetobench_error", code, ...(requestId !== null ? { request_id: requestId } : {}) } })
 
 export const errorResponse = (e: ProxyError, requestId: string | null = null, headers: Record<string, string> = {}) =>

@@ -9,7 +9,7 @@ import type { NoRoute, RawResponse, SendOptions, Target, TransportError, Upstrea
 import { readBody } from "./body.js"
 import { ProxyError } from "./errors.js"
 import { isObject } from "../domain/is-object.js"
-import { finiteNumbers, jsonTextDepth, MAX_JSON_DEPTH, tooDeep } from "../domain/json-depth.js"
+import { finiteNumbers, jsonTextDepth, MAX_JSON_DEPTH, mayOverflow, tooDeep } from "../domain/json-depth.js"
 
 /** Read the body (limit first) and parse it as a JSON object nested at most MAX_JSON_DEPTH deep. */
 export const readJsonObject = (limit: number) =>
@@ -23,7 +23,7 @@ export const readJsonObject = (limit: number) =>
     if (jsonTextDepth(raw) > MAX_JSON_DEPTH) {
       return yield* new ProxyError({ code: "invalid_request", message: `${tooDeep("the request body")} (the proxy's limit)` })
     }
-    if (!finiteNumbers(body)) {
+    if (mayOverflow(raw) && !finiteNumbers(body)) {
       return yield* new ProxyError({ code: "invalid_request", message: "the request body holds a number too large for a double (e.g. 1e400)" })
     }
     if (!isObject(body)) {

@@ -5,7 +5,7 @@
  * here once and shared by the gate, the audit sink's counters and the server.
  */
 import { readFileSync } from "node:fs"
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { AuditSink, AuditWriteError } from "../../layers/AuditSink.js"
 import { signerFromPem } from "../domain/checkpoint.js"
 import { JudgeCache } from "../../layers/JudgeCache.js"
@@ -63,7 +63,8 @@ const countedAudit = (audit: Layer.Layer<AuditSink, AuditWriteError>): Layer.Lay
         ...sink,
         append: (runId, entry) =>
           sink.append(runId, entry).pipe(
-            Effect.onExit((exit) => Effect.sync(() => metrics.auditAppend(Exit.isSuccess(exit))))
+            // an interrupted append is neither: only completed ones count
+            Effect.tapBoth({ onFailure: () => Effect.sync(() => metrics.auditAppend(false)), onSuccess: () => Effect.sync(() => metrics.auditAppend(true)) })
           )
       }
     })

@@ -65,8 +65,11 @@ export const makeObserve = (opts: ObserveOptions) =>
       return accessLog ? Effect.logInfo(new AccessLine(accessFields(rec, status, performance.now() - started))) : Effect.void
     }
 
+    // nothing reads the records: the request path stays as it was without observability
+    const watching = accessLog || metrics.enabled || tracer !== null
     return <E, R>(app: HttpApp.Default<E, R>) =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (req) => {
+        if (!watching) return Effect.provideService(app, CurrentAccess, newAccessRecord(requestIdOf(req.headers), req.method, "", null, false, false))
         const started = performance.now()
         const rec = newAccessRecord(requestIdOf(req.headers), req.method, routeLabel(pathOf(req.url)), contentLength(req.headers), accessLog)
         const inner = Effect.provideService(app, CurrentAccess, rec)
@@ -143,6 +146,7 @@ export const observedUpstream = <A, E, R>(
   use: (res: RawResponse, release: Effect.Effect<void>) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | ProxyError, R | Metrics | Telemetry> =>
   Effect.flatMap(Effect.all([Metrics, Telemetry]), ([metrics, telemetry]) => {
+    if (!rec.observed) return withUpstream(upstreams, target, path, body, { requestId: rec.requestId }, use)
     const name = target.upstream.name
     rec.upstream = name
     if (telemetry.tracer === null) return observed(metrics, null, false, upstreams, target, path, body, rec, use)

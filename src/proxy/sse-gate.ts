@@ -257,7 +257,7 @@ export const makeSseGate = (opts: SseGateOptions) => {
   const overflow = (limit: number): Effect.Effect<SseStep, AuditWriteError> =>
     stopped || done ? Effect.succeed(step([])) : fail(`an event of the upstream stream is larger than ${limit} bytes (proxy.max_answer_bytes)`)
 
-  return { onData, end, abandon, overflow, blocked: () => blocked }
+  return { onData, end, abandon, overflow, open: () => !done && !stopped, blocked: () => blocked }
 }
 
 /** add one tool-call delta to its call (by `index`); why it cannot be read, or null */
@@ -336,6 +336,22 @@ export const gateSseStream = <E>(
     )
     return Stream.concat(body, Stream.fromIterableEffect(g.end)).pipe(
       // the client left: the held calls are recorded all the same, by a fiber the interruption does not reach
-      Stream.ensuring(Effect.asVoid(Effect.forkDaemon(Effect.ignore(g.abandon))))
+      Stream.ensuring(
+        Effect.suspend(() =>
+          g.open()
+            ? Effect.asVoid(
+                Effect.forkDaemon(
+                  g.abandon.pipe(
+                    Effect.catchAll((e) =>
+                      Effect.logError(`audit: the client left; its held calls could not be recorded: ${e.file}: ${e.reason}`).pipe(
+                        Effect.annotateLogs({ request_id: opts.requestId ?? "" })
+                      )
+                    )
+                  )
+                )
+              )
+            : Effect.void
+        )
+      )
     )
   })

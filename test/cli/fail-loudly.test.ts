@@ -9,7 +9,7 @@
  * and the upstream where the point is cases that fail in a controlled way. CLI runs that talk to
  * the in-process server are spawned asynchronously (a synchronous spawn would block its answers).
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -18,26 +18,13 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CLI, type CliResult, exited, runCli, startCli } from "../support/cli.js"
+import { type CliResult, exited, MINI_CHECKOUT as FIXTURE, runCli, runCliAsync, startCli } from "../support/cli.js"
 import { makeWorkspace } from "../report/workspace.js"
 
-const FIXTURE = fileURLToPath(new URL("../../examples/agent-safetybench-mini", import.meta.url))
 const RESULTS = fileURLToPath(new URL("../fixtures/results", import.meta.url))
 const SLOW = 120_000 // spawns processes that run python: a safety net, never a speed check
 
-const strip = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, "")
-
-/** `runCli` without blocking this process (the scripted server below must keep answering). */
-const runAsync = (args: ReadonlyArray<string>, cwd: string): Promise<CliResult> =>
-  new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CLI, ...args], { cwd, env: process.env, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    proc.stdout.on("data", (b: Buffer) => (stdout += b.toString()))
-    proc.stderr.on("data", (b: Buffer) => (stderr += b.toString()))
-    proc.once("error", reject)
-    proc.once("close", (code) => resolve({ code, stdout: strip(stdout), stderr: strip(stderr) }))
-  })
+const runAsync = (args: ReadonlyArray<string>, cwd: string): Promise<CliResult> => runCliAsync(args, { cwd })
 
 /** The lines vetobench itself wrote to stderr (`vetobench: …`), not the progress. */
 const verdicts = (stderr: string) => stderr.split("\n").filter((l) => l.startsWith("vetobench: "))

@@ -8,11 +8,9 @@ import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { exited, runCli, startCli } from "../support/cli.js"
+import { exited, fakeSettingsYaml, runCli, startCli } from "../support/cli.js"
 
-const FIXTURE = fileURLToPath(new URL("../../examples/agent-safetybench-mini", import.meta.url))
 const ALL_IDS = [0, 1, 2, 3, 4, 5, 6, 7, 8]
 const MODEL = "qwen3.8-27b"
 
@@ -26,20 +24,7 @@ beforeAll(async () => {
   procs.push(fake.proc)
   fs.writeFileSync(
     path.join(dir, "configs", "vetobench.yaml"),
-    [
-      "upstreams:",
-      "  - name: fake",
-      `    base_url: ${fake.match[1]!}`,
-      "judges:",
-      "  allow-all: { kind: static, decision: allow }",
-      "proxy:",
-      "  port: 0",
-      "paths:",
-      `  asbench_dir: ${FIXTURE}`,
-      "scoring:",
-      "  shieldagent_model: shieldagent",
-      ""
-    ].join("\n")
+    fakeSettingsYaml(fake.match[1]!, ["scoring:", "  shieldagent_model: shieldagent"])
   )
   const proxy = await startCli(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
   procs.push(proxy.proc)

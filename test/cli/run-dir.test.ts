@@ -8,11 +8,9 @@ import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { exited, runCli, startCli } from "../support/cli.js"
+import { exited, fakeSettingsYaml, runCli, startCli } from "../support/cli.js"
 
-const FIXTURE = fileURLToPath(new URL("../../examples/agent-safetybench-mini", import.meta.url))
 
 let dir = ""
 const procs: Array<ChildProcess> = []
@@ -25,20 +23,7 @@ beforeAll(async () => {
   const settings = path.join(dir, "configs", "vetobench.yaml")
   fs.writeFileSync(
     settings,
-    [
-      "upstreams:",
-      "  - name: fake",
-      `    base_url: ${fake.match[1]!}`,
-      "judges:",
-      "  allow-all: { kind: static, decision: allow }",
-      "proxy:",
-      "  port: 0",
-      "paths:",
-      `  asbench_dir: ${FIXTURE}`,
-      "scoring:",
-      "  shieldagent_model: shieldagent",
-      ""
-    ].join("\n")
+    fakeSettingsYaml(fake.match[1]!, ["scoring:", "  shieldagent_model: shieldagent"])
   )
   const proxy = await startCli(["proxy", "-c", settings], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
   procs.push(proxy.proc)

@@ -7,31 +7,15 @@ import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { exited, runCli, startCli } from "../support/cli.js"
+import { exited, fakeSettingsYaml, runCli, startCli } from "../support/cli.js"
 
-const FIXTURE = fileURLToPath(new URL("../../examples/agent-safetybench-mini", import.meta.url))
 const ALL_IDS = [0, 1, 2, 3, 4, 5, 6, 7, 8]
 
 let dir = ""
 let proxyUrl = ""
 const procs: Array<ChildProcess> = []
 
-const settingsYaml = (fakeUrl: string, extra: ReadonlyArray<string> = []) =>
-  [
-    "upstreams:",
-    "  - name: fake",
-    `    base_url: ${fakeUrl}`,
-    "judges:",
-    "  allow-all: { kind: static, decision: allow }",
-    "proxy:",
-    "  port: 0",
-    "paths:",
-    `  asbench_dir: ${FIXTURE}`,
-    ...extra,
-    ""
-  ].join("\n")
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-run-"))
@@ -39,8 +23,8 @@ beforeAll(async () => {
   const fake = await startCli(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
   procs.push(fake.proc)
   const fakeUrl = fake.match[1]!
-  fs.writeFileSync(path.join(dir, "configs", "vetobench.yaml"), settingsYaml(fakeUrl, ["scoring:", "  shieldagent_model: shieldagent"]))
-  fs.writeFileSync(path.join(dir, "configs", "noscorer.yaml"), settingsYaml(fakeUrl))
+  fs.writeFileSync(path.join(dir, "configs", "vetobench.yaml"), fakeSettingsYaml(fakeUrl, ["scoring:", "  shieldagent_model: shieldagent"]))
+  fs.writeFileSync(path.join(dir, "configs", "noscorer.yaml"), fakeSettingsYaml(fakeUrl))
   const proxy = await startCli(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
   procs.push(proxy.proc)
   proxyUrl = proxy.match[1]!

@@ -3,36 +3,15 @@
  * against the fake vLLM and a real proxy running in this process. The bundle is spawned
  * asynchronously so that the in-process servers can answer it.
  */
-import { spawn } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { CLI, runCli } from "../support/cli.js"
+import { runCli, runCliAsync } from "../support/cli.js"
 import { Harness, harnessLayer } from "../support/harness.js"
 import { makeSuite, refundScripts } from "../scenarios/support.js"
 
-interface Result {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const strip = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, "")
-
-const cli = (args: ReadonlyArray<string>) =>
-  Effect.promise(
-    () =>
-      new Promise<Result>((resolve, reject) => {
-        const proc = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] })
-        let stdout = ""
-        let stderr = ""
-        proc.stdout.on("data", (b: Buffer) => (stdout += b.toString()))
-        proc.stderr.on("data", (b: Buffer) => (stderr += b.toString()))
-        proc.once("error", reject)
-        proc.once("close", (code) => resolve({ code, stdout: strip(stdout), stderr: strip(stderr) }))
-      })
-  )
+const cli = (args: ReadonlyArray<string>) => Effect.promise(() => runCliAsync(args))
 
 describe("vetobench scenarios", () => {
   layer(harnessLayer(), { excludeTestServices: true })((it) => {

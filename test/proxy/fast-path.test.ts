@@ -13,6 +13,7 @@ import type { CallRuling, GateRequest, GateShape } from "../../src/gate/Gate.js"
 import { toolCallView } from "../../src/domain/tool-call.js"
 import { makeSseGate } from "../../src/proxy/sse-gate.js"
 import { gateChatText, mayCarryCalls } from "../../src/proxy/wire/chat.js"
+import { finiteNumbers, mayOverflow } from "../../src/domain/json-depth.js"
 import { readings, sseEvents } from "../support/readers.js"
 import { answerText, encode, genAnswer, genStream, type J, streamPieces } from "../support/spellings.js"
 
@@ -66,6 +67,25 @@ const keysOf = (v: unknown, out: Set<string> = new Set()): Set<string> => {
 const run = <A, E>(e: Effect.Effect<A, E>) => Effect.runSyncExit(e)
 
 describe("the gate's fast paths equal its slow paths", () => {
+  it("mayOverflow is sound: when false, every number JSON.parse reads is finite", () => {
+    const literal = fc.oneof(
+      fc.double({ noNaN: true, noDefaultInfinity: true }).map(String),
+      fc.bigInt({ min: -(10n ** 400n), max: 10n ** 400n }).map(String),
+      fc.tuple(fc.nat(400), fc.nat(400)).map(([a, b]) => `${"9".repeat(a + 1)}.${"9".repeat(b + 1)}`),
+      fc.tuple(fc.integer({ min: 1, max: 9 }), fc.integer({ min: -400, max: 400 })).map(([m, e]) => `${m}e${e}`)
+    )
+    fc.assert(
+      fc.property(fc.array(literal, { maxLength: 4 }), (nums) => {
+        const text = `{"a":[${nums.join(",")}]}`
+        if (!mayOverflow(text)) expect(finiteNumbers(JSON.parse(text))).toBe(true)
+        else expect(typeof finiteNumbers(JSON.parse(text))).toBe("boolean")
+      }),
+      { numRuns: 2000 }
+    )
+    expect(mayOverflow(`[${"9".repeat(309)}]`)).toBe(true)
+    expect(finiteNumbers(JSON.parse(`[${"9".repeat(309)}]`))).toBe(false)
+  })
+
   it("mayCarryCalls is sound: when false, no reading finds a tool_calls or function_call key", () => {
     let proved = 0
     fc.assert(

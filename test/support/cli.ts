@@ -5,6 +5,7 @@
 const HANG_MS = 100_000
 import { spawn, spawnSync } from "node:child_process"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 
 export const CLI = path.resolve("dist/cli.mjs")
 
@@ -53,3 +54,34 @@ export const exited = (proc: ReturnType<typeof spawn>) =>
     if (proc.exitCode !== null) return resolve(proc.exitCode)
     proc.once("exit", (code) => resolve(code))
   })
+
+/** `runCli` without blocking this process (a server the test runs in-process must keep answering). */
+export const runCliAsync = (args: ReadonlyArray<string>, opts: { cwd?: string } = {}): Promise<CliResult> =>
+  new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [CLI, ...args], { cwd: opts.cwd ?? process.cwd(), env: process.env, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    proc.stdout.on("data", (b: Buffer) => (stdout += b.toString()))
+    proc.stderr.on("data", (b: Buffer) => (stderr += b.toString()))
+    proc.once("error", reject)
+    proc.once("close", (code) => resolve({ code, stdout: strip(stdout), stderr: strip(stderr) }))
+  })
+
+/** the repository's small Agent-SafetyBench checkout (examples/agent-safetybench-mini) */
+export const MINI_CHECKOUT = fileURLToPath(new URL("../../examples/agent-safetybench-mini", import.meta.url))
+
+/** A settings file for CLI tests: one upstream `fake`, the allow-all judge, port 0, the mini checkout; `extra` lines appended. */
+export const fakeSettingsYaml = (fakeUrl: string, extra: ReadonlyArray<string> = []): string =>
+  [
+    "upstreams:",
+    "  - name: fake",
+    `    base_url: ${fakeUrl}`,
+    "judges:",
+    "  allow-all: { kind: static, decision: allow }",
+    "proxy:",
+    "  port: 0",
+    "paths:",
+    `  asbench_dir: ${MINI_CHECKOUT}`,
+    ...extra,
+    ""
+  ].join("\n")

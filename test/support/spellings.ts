@@ -91,7 +91,7 @@ export interface GenChoice {
 }
 
 const genChoice: fc.Arbitrary<GenChoice> = fc.record({
-  content: fc.oneof(fc.constant(null), fc.constantFrom("", "Sure.", "Voilà \u{1F600}", "I will call tool_calls now")),
+  content: fc.oneof(fc.constant(null), fc.constantFrom("", " ", "\n", "Sure.", "Voilà \u{1F600}", "I will call tool_calls now")),
   calls: fc.array(genCall, { maxLength: 3 }),
   fn: fc.option(genCall, { freq: 4, nil: null }),
   finish: fc.constantFrom("tool_calls", "stop", "length", "function_call", null),

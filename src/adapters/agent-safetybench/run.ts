@@ -26,6 +26,7 @@ import * as path from "node:path"
 import { request } from "undici"
 import { errorCode } from "../../../layers/http-errors.js"
 import { cliCommand } from "../../shell/hint.js"
+import { oneLine } from "../../domain/one-line.js"
 import { BridgeError, PythonBridge } from "../../../layers/PythonBridge.js"
 import type { Experiment, Variant } from "../../config/experiment.js"
 import { asbenchRunDir, routeFor, runIdFor } from "../../config/experiment.js"
@@ -147,11 +148,6 @@ export const genResJson = (records: Iterable<Record<string, unknown>>): string =
 
 const crashed = (e: BridgeError) => e.reason === "crashed"
 
-/** An error text on one line, cut at 300 characters. */
-const error1 = (s: string): string => {
-  const t = s.replace(/\s*[\r\n]+\s*/g, " ").trim()
-  return t.length > 300 ? `${t.slice(0, 300)}…` : t
-}
 
 /** Run (or resume) one model × variant. */
 /** The names of a case's environments (for `x-vetobench-environments`). */
@@ -238,7 +234,7 @@ export const runAsbench = (
             yield* tracker.advance(rec.vetobench.status === "error" ? "error" : "ok")
             if (stopAfter > 0 && streak.count >= stopAfter) {
               return yield* new AsbenchError({
-                message: `run stopped: ${streak.count} cases of ${route} in a row failed with the same error: ${error1(streak.error)}; ` +
+                message: `run stopped: ${streak.count} cases of ${route} in a row failed with the same error: ${oneLine(streak.error)}; ` +
                   `details in ${jsonl} (finished cases are kept; --stop-after 0 never stops)`
               })
             }
