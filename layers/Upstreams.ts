@@ -62,6 +62,9 @@ export interface RawResponse {
   readonly stream: Stream.Stream<Uint8Array, TransportError>
 }
 
+/** the upstream paths the proxy posts to (below an upstream's `base_url`) */
+export type UpstreamPath = "chat/completions" | "completions" | "responses" | "messages"
+
 export interface SendOptions {
   readonly requestId?: string
   readonly timeout_s?: number
@@ -77,7 +80,7 @@ export interface UpstreamsShape {
   /** POST a raw JSON body; the body is released when the scope closes */
   readonly send: (
     target: Target,
-    path: "chat/completions" | "completions",
+    path: UpstreamPath,
     body: string,
     opts?: SendOptions
   ) => Effect.Effect<RawResponse, TransportError, Scope.Scope>

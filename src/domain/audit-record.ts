@@ -18,6 +18,8 @@ export const HASH_PREFIX = "vetobench/v2 record\n"
 
 export type ApprovalStatus = "automatic" | "held" | "approved" | "rejected" | "expired"
 export type LoggedArm = "baseline" | "shadow" | "enforce"
+/** the wire format a call arrived in; records written before formats were recorded are `chat` */
+export type Wire = "chat" | "responses" | "messages" | "mcp"
 
 /** What the gate writes for one proposed call; the sink adds schema, seq, ts and the chain. */
 export interface CallEntry {
@@ -31,6 +33,8 @@ export interface CallEntry {
   readonly arm: LoggedArm
   readonly judge: string | null
   readonly stream: boolean
+  /** always written by the gate; absent in records written before formats were recorded (= `chat`) */
+  readonly wire?: Wire
   readonly choice_index: number
   readonly call_index: number
   readonly tool_call_id: string | null

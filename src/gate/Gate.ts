@@ -21,7 +21,7 @@ import type { Judge, JudgeContext, JudgeError } from "../../judges/Judge.js"
 import { Judges } from "../../judges/Judges.js"
 import { Settings } from "../config/service.js"
 import { Holds } from "./Holds.js"
-import type { CallEntry, CallRecord, LoggedArm } from "../domain/audit-record.js"
+import type { CallEntry, CallRecord, LoggedArm, Wire } from "../domain/audit-record.js"
 import { renderRefusal } from "../domain/refusal.js"
 import { checkedToolCallView, type ToolCallView } from "../domain/tool-call.js"
 import { boundVerdict, type Decision, decided, failed, type Verdict, verdictProblem } from "../domain/verdict.js"
@@ -33,8 +33,15 @@ interface Ruled {
   readonly layers: ReadonlyArray<Verdict>
 }
 
+/**
+ * One turn's calls to rule, whatever the wire format: the format modules (src/proxy/wire/) read
+ * calls out of their answers in the chat-completions call shape (`{id, type, function: {name,
+ * arguments}}`) and tools in the chat function-tool shape, and write the rulings back.
+ */
 export interface GateRequest {
   readonly arm: LoggedArm
+  /** the wire format the calls came in (recorded; default `chat`) */
+  readonly wire?: Wire
   readonly judge: string | null
   /** the request's (normalised) tools, for descriptions and schemas */
   readonly tools: ReadonlyArray<unknown> | undefined
@@ -300,6 +307,7 @@ export const make = Effect.gen(function* () {
           arm: req.arm,
           judge: req.judge,
           stream: req.stream,
+          wire: req.wire ?? "chat",
           choice_index: choiceIndex,
           call_index: i,
           tool_call_id: isObject(raw) && typeof raw.id === "string" ? raw.id : null,

@@ -6,7 +6,8 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { Cause, Effect } from "effect"
 import { Upstreams } from "../../layers/Upstreams.js"
 import { VERSION } from "../version.js"
-import { chatCompletions, CurrentRequest } from "./chat.js"
+import { chatFormat } from "./chat.js"
+import { CurrentRequest, gatedRoute, type WireFormat } from "./gated-route.js"
 import { completions } from "./completions.js"
 import { defectMessage } from "../gate/Gate.js"
 import { redactUrlsIn } from "../domain/redact-url.js"
@@ -17,7 +18,10 @@ import { metricsRoute } from "./metrics-route.js"
 import { countBytes } from "./observe.js"
 import { requestMeta } from "./request-meta.js"
 
-const KNOWN_PATHS = new Set(["/healthz", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/holds"])
+/** the gated routes, by path: each answers errors in its own format's shape */
+const GATED: ReadonlyMap<string, WireFormat> = new Map([["/v1/chat/completions", chatFormat]])
+
+const KNOWN_PATHS = new Set(["/healthz", "/metrics", "/v1/models", "/v1/completions", "/v1/holds", ...GATED.keys()])
 
 const health = HttpServerResponse.unsafeJson({ ok: true, version: VERSION })
 
@@ -32,7 +36,7 @@ export const router = HttpRouter.empty.pipe(
   HttpRouter.get("/healthz", Effect.succeed(health)),
   HttpRouter.get("/metrics", metricsRoute),
   HttpRouter.get("/v1/models", models),
-  HttpRouter.post("/v1/chat/completions", chatCompletions),
+  HttpRouter.post("/v1/chat/completions", gatedRoute(chatFormat)),
   HttpRouter.post("/v1/completions", completions),
   holdRoutes
 )
@@ -43,22 +47,25 @@ export const app = Effect.gen(function* () {
   const access = yield* CurrentAccess
   const requestId = access.requestId
   const headers = { "x-request-id": requestId }
+  const path = req.url.split("?")[0] ?? ""
+  const shape = GATED.get(path)?.errorBody ?? errorBody
   const res = yield* router.pipe(
     Effect.provideService(CurrentRequest, requestMeta(req.headers, requestId)),
     Effect.catchTags({
       ProxyError: (e) => {
         access.error = e.code
-        return Effect.succeed(errorResponse(e, requestId))
+        return Effect.succeed(errorResponse(e, requestId, {}, shape))
       },
       RouteNotFound: () => {
-        const path = req.url.split("?")[0] ?? ""
         access.error = KNOWN_PATHS.has(path) ? "method_not_allowed" : "not_found"
         return Effect.succeed(
           errorResponse(
             KNOWN_PATHS.has(path)
               ? new ProxyError({ code: "method_not_allowed", message: `${req.method} is not allowed on ${path}` })
               : new ProxyError({ code: "not_found", message: `no route ${req.method} ${path}` }),
-            requestId
+            requestId,
+            {},
+            shape
           )
         )
       }
@@ -66,10 +73,10 @@ export const app = Effect.gen(function* () {
     // a defect is a bug of ours: a JSON 500 with the request id, and one log line to find it by
     Effect.catchAllDefect((d) => {
       access.error = "internal_error"
-      return Effect.logError(`internal error in ${req.method} ${req.url.split("?")[0] ?? ""}: ${redactUrlsIn(defectMessage(Cause.die(d)))}`).pipe(
+      return Effect.logError(`internal error in ${req.method} ${path}: ${redactUrlsIn(defectMessage(Cause.die(d)))}`).pipe(
         Effect.annotateLogs({ request_id: requestId }),
         Effect.as(
-          HttpServerResponse.text(errorBody("internal_error", `internal error (request ${requestId}); the proxy's log has the details`, requestId), {
+          HttpServerResponse.text(shape("internal_error", `internal error (request ${requestId}); the proxy's log has the details`, requestId), {
             status: 500,
             contentType: "application/json"
           })

@@ -8,7 +8,7 @@ import { Upstreams } from "../../layers/Upstreams.js"
 import { Settings } from "../config/service.js"
 import { applyModelDefaults } from "../domain/normalise.js"
 import { CurrentAccess, loggable } from "./access-log.js"
-import { routeOf } from "./chat.js"
+import { routeOf } from "./gated-route.js"
 import { fromUpstreamError, readAll, readJsonBody, relay } from "./forward.js"
 import { observedUpstream } from "./observe.js"
 

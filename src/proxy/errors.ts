@@ -7,6 +7,7 @@ import { Data } from "effect"
 import { redactUrlsIn } from "../domain/redact-url.js"
 
 export type ProxyErrorCode =
+  | "internal_error"
   | "invalid_json"
   | "invalid_request"
   | "invalid_route"
@@ -36,7 +37,8 @@ const STATUS: Record<ProxyErrorCode, number> = {
   audit_write_failed: 503,
   unauthorized: 401,
   operator_token_not_configured: 503,
-  upstream_timeout: 504
+  upstream_timeout: 504,
+  internal_error: 500
 }
 
 export class ProxyError extends Data.TaggedError("ProxyError")<{
@@ -55,8 +57,11 @@ export const errorBody = (code: ProxyErrorCode | string, message: string, reques
   // model name is not mangled by the schemeless heuristic
   JSON.stringify({ error: { message: message.includes("://") ? redactUrlsIn(message) : message, type: "vetobench_error", code, ...(requestId !== null ? { request_id: requestId } : {}) } })
 
-export const errorResponse = (e: ProxyError, requestId: string | null = null, headers: Record<string, string> = {}) =>
-  HttpServerResponse.text(errorBody(e.code, e.message, requestId), {
+/** An error body writer: the OpenAI-style body here, a wire format's own shape on its route. */
+export type ErrorBodyOf = (code: ProxyErrorCode, message: string, requestId: string | null) => string
+
+export const errorResponse = (e: ProxyError, requestId: string | null = null, headers: Record<string, string> = {}, body: ErrorBodyOf = errorBody) =>
+  HttpServerResponse.text(body(e.code, e.message, requestId), {
     status: e.status,
     contentType: "application/json",
     headers: e.code === "body_too_large" ? { ...headers, connection: "close" } : headers

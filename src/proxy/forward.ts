@@ -5,7 +5,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect, Exit, Scope } from "effect"
-import type { NoRoute, RawResponse, SendOptions, Target, TransportError, UpstreamsShape } from "../../layers/Upstreams.js"
+import type { NoRoute, RawResponse, SendOptions, Target, TransportError, UpstreamPath, UpstreamsShape } from "../../layers/Upstreams.js"
 import { readBody } from "./body.js"
 import { ProxyError } from "./errors.js"
 import { isObject } from "../domain/is-object.js"
@@ -72,15 +72,23 @@ export const fromUpstreamError = (e: NoRoute | TransportError): ProxyError => {
   }
 }
 
-/** The upstream's status and body unchanged; a non-JSON body is wrapped in an error object. */
-export const relay = (status: number, contentType: string, text: string, headers: Record<string, string>) =>
-  contentType.startsWith("application/json")
-    ? HttpServerResponse.text(text, { status, contentType: "application/json", headers })
-    : HttpServerResponse.text(JSON.stringify({ error: { message: text, type: "upstream_error", code: status } }), {
-        status,
-        contentType: "application/json",
-        headers
-      })
+/** A non-JSON upstream error answer, as an OpenAI-style error object. */
+export const openAiUpstreamError = (status: number, text: string): string =>
+  JSON.stringify({ error: { message: text, type: "upstream_error", code: status } })
+
+/** The upstream's status and body unchanged; a non-JSON body is wrapped in an error object (`wrap`: the route's error shape). */
+export const relay = (
+  status: number,
+  contentType: string,
+  text: string,
+  headers: Record<string, string>,
+  wrap: (status: number, text: string) => string = openAiUpstreamError
+) =>
+  HttpServerResponse.text(contentType.startsWith("application/json") ? text : wrap(status, text), {
+    status,
+    contentType: "application/json",
+    headers
+  })
 
 /**
  * POST to the upstream and hand the response to `use` together with `release`, which frees the
@@ -90,7 +98,7 @@ export const relay = (status: number, contentType: string, text: string, headers
 export const withUpstream = <A, E, R>(
   upstreams: UpstreamsShape,
   target: Target,
-  path: "chat/completions" | "completions",
+  path: UpstreamPath,
   body: string,
   send: SendOptions,
   use: (res: RawResponse, release: Effect.Effect<void>) => Effect.Effect<A, E, R>

@@ -17,7 +17,7 @@ import { HttpBody, HttpServerRequest, HttpServerResponse, HttpTraceContext, type
 import { Cause, Effect, Exit, Option, Stream, type Tracer } from "effect"
 import { Metrics, type MetricsShape } from "../../layers/Metrics.js"
 import { Telemetry, traceparentOf } from "../../layers/Telemetry.js"
-import type { RawResponse, Target, TransportError, UpstreamsShape } from "../../layers/Upstreams.js"
+import type { RawResponse, Target, TransportError, UpstreamPath, UpstreamsShape } from "../../layers/Upstreams.js"
 import { AccessLine, accessFields, type AccessRecord, CurrentAccess, newAccessRecord } from "./access-log.js"
 import { ProxyError } from "./errors.js"
 import { withUpstream } from "./forward.js"
@@ -139,7 +139,7 @@ const transportStatus = (e: TransportError): string => (e._tag === "UpstreamTime
 export const observedUpstream = <A, E, R>(
   upstreams: UpstreamsShape,
   target: Target,
-  path: "chat/completions" | "completions",
+  path: UpstreamPath,
   body: string,
   rec: AccessRecord,
   stream: boolean,
@@ -150,6 +150,7 @@ export const observedUpstream = <A, E, R>(
     const name = target.upstream.name
     rec.upstream = name
     if (telemetry.tracer === null) return observed(metrics, null, false, upstreams, target, path, body, rec, use)
+    // the GenAI operation names: `chat` for every conversational API (chat, responses, messages)
     const operation = path === "completions" ? "text_completion" : "chat"
     const url = URL.canParse(target.upstream.base_url) ? new URL(target.upstream.base_url) : null
     return Effect.flatMap(
@@ -174,7 +175,7 @@ const observed = <A, E, R>(
   propagate: boolean,
   upstreams: UpstreamsShape,
   target: Target,
-  path: "chat/completions" | "completions",
+  path: UpstreamPath,
   body: string,
   rec: AccessRecord,
   use: (res: RawResponse, release: Effect.Effect<void>) => Effect.Effect<A, E, R>

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { CallRuling, GateRequest, GateShape } from "../../src/gate/Gate.js"
 import type { ToolCallView } from "../../src/domain/tool-call.js"
-import { makeSseGate } from "../../src/proxy/sse-gate.js"
+import { makeSseGate } from "../../src/proxy/wire/chat-sse.js"
 
 const blockAll: GateShape = {
   ruleChoice: (_req, _choice, calls) =>

@@ -10,12 +10,12 @@
  * re-serialized (one reading for every parser: no duplicate keys, no escapes to read differently),
  * except where {@link mayCarryCalls} proves that no parser can find a call in the upstream's bytes.
  */
-import { Data, Effect } from "effect"
+import { Effect } from "effect"
 import type { AuditWriteError } from "../../../layers/AuditSink.js"
 import { isObject } from "../../domain/is-object.js"
-import { jsonTextDepth, MAX_JSON_DEPTH, tooDeep } from "../../domain/json-depth.js"
 import { type PartialRefusal, refusalNotes, withNotes } from "../../domain/refusal.js"
 import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.js"
+import { InvalidAnswer, parseJsonText } from "./json-answer.js"
 
 /**
  * False only when no JSON parser can find a key named `tool_calls` or `function_call` in `text`:
@@ -25,16 +25,6 @@ import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.
  */
 export const mayCarryCalls = (text: string): boolean =>
   text.includes("tool_calls") || text.includes("function_call") || text.includes("\\u")
-
-/** A parsed JSON text, or why it cannot be read (not JSON, nested too deep). */
-export const parseJsonText = (text: string, what: string): { readonly value: unknown } | { readonly problem: string } => {
-  if (jsonTextDepth(text) > MAX_JSON_DEPTH) return { problem: tooDeep(what) }
-  try {
-    return { value: JSON.parse(text) as unknown }
-  } catch (e) {
-    return { problem: `${what} is not JSON (${e instanceof Error ? e.message : String(e)}): ${text.slice(0, 120)}` }
-  }
-}
 
 /** The calls a client can find in one choice's message (or a chunk's delta). */
 export interface FoundCalls {
@@ -139,9 +129,6 @@ export const gateChatAnswer = (
       }),
     { concurrency: "unbounded" }
   ).pipe(Effect.map((counts) => counts.reduce((a, b) => a + b, 0)))
-
-/** A 200 answer the gate cannot rule on; the route answers 502 `upstream_invalid_response`. */
-export class InvalidAnswer extends Data.TaggedError("InvalidAnswer")<{ readonly message: string }> {}
 
 /**
  * A logged arm's non-streamed answer: parse it, check its shape, rule and record its calls, strip the

@@ -6,12 +6,13 @@
  */
 import * as Sse from "@effect/experimental/Sse"
 import { Effect, Stream } from "effect"
-import { type PartialRefusal, refusalNotes } from "../domain/refusal.js"
-import { blockedNotes, type GateRequest, type GateShape } from "../gate/Gate.js"
-import type { AuditWriteError } from "../../layers/AuditSink.js"
-import { isObject } from "../domain/is-object.js"
-import { errorBody } from "./errors.js"
-import { callsIn, mayCarryCalls, parseJsonText } from "./wire/chat.js"
+import { type PartialRefusal, refusalNotes } from "../../domain/refusal.js"
+import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.js"
+import type { AuditWriteError } from "../../../layers/AuditSink.js"
+import { isObject } from "../../domain/is-object.js"
+import { errorBody } from "../errors.js"
+import { callsIn, mayCarryCalls } from "./chat.js"
+import { parseJsonText } from "./json-answer.js"
 
 interface PendingCall {
   id: string | null

@@ -1,0 +1,186 @@
+/**
+ * One gated route, whatever the wire format: run-id and route checks, the upstream, the arm, the
+ * buffered and the streamed answer, errors. What differs per format (how a request is checked and
+ * normalised, where calls are in an answer, how a denial looks, how an error looks) is the format's
+ * {@link WireFormat}, one module per format under `src/proxy/wire/`; adding a format is that module
+ * and one route line in app.ts.
+ */
+import type { HttpServerRequest } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
+import { Context, Effect, Stream } from "effect"
+import { Judges } from "../../judges/Judges.js"
+import type { AuditWriteError } from "../../layers/AuditSink.js"
+import { type Target, type TransportError, Upstreams, type UpstreamPath } from "../../layers/Upstreams.js"
+import { Settings } from "../config/service.js"
+import type { Wire } from "../domain/audit-record.js"
+import type { PartialRefusal } from "../domain/refusal.js"
+import { isJudged, parseRoute, RouteError, type Route } from "../domain/route.js"
+import { runIdProblem } from "../domain/run-id.js"
+import { didYouMean } from "../domain/suggest.js"
+import { Gate, type GateRequest, type GateShape } from "../gate/Gate.js"
+import { type AccessRecord, CurrentAccess, loggable } from "./access-log.js"
+import { type ProxyErrorCode, ProxyError } from "./errors.js"
+import { fromUpstreamError, readAll, relay } from "./forward.js"
+import { observedUpstream } from "./observe.js"
+import type { RequestMeta } from "./request-meta.js"
+import type { InvalidAnswer } from "./wire/json-answer.js"
+
+export class CurrentRequest extends Context.Tag("vetobench/CurrentRequest")<CurrentRequest, RequestMeta>() {}
+
+/** What the SSE gate of a format is given. */
+export interface StreamGateOptions {
+  readonly gate: GateShape
+  readonly request: GateRequest
+  readonly partial: PartialRefusal
+  /** the request id, carried by error events */
+  readonly requestId?: string
+  /** one event larger than this (`proxy.max_answer_bytes`) ends the stream with an error event */
+  readonly maxEventSize?: number
+}
+
+/** Everything a gated route needs to know about one wire format. */
+export interface WireFormat {
+  readonly wire: Wire
+  /** where the upstream serves this format, below its `base_url` */
+  readonly path: UpstreamPath
+  /** read the request body and check the fields the proxy relies on (limit first) */
+  readonly readBody: (
+    limit: number
+  ) => Effect.Effect<Record<string, unknown> & { model: string }, ProxyError, HttpServerRequest.HttpServerRequest>
+  /** set the upstream's model name, apply its `model_defaults` and the format's normalisation, in place */
+  readonly normalise: (body: Record<string, unknown>, target: Target) => void
+  /** the request's tools in the chat function-tool shape the judges read (descriptions, schemas) */
+  readonly tools: (body: Record<string, unknown>) => ReadonlyArray<unknown> | undefined
+  /** a logged arm's 200 answer: the text the client gets and how many calls were removed */
+  readonly gateText: (
+    gate: GateShape,
+    request: GateRequest,
+    text: string,
+    partial: PartialRefusal
+  ) => Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer>
+  /** a logged arm's event stream: the gated SSE text */
+  readonly gateStream: <E>(upstream: Stream.Stream<Uint8Array, E>, opts: StreamGateOptions) => Stream.Stream<string, E | AuditWriteError>
+  /** an error body in the shape this format's clients read */
+  readonly errorBody: (code: ProxyErrorCode, message: string, requestId: string | null) => string
+  /** the same error as one SSE event that ends a stream */
+  readonly errorEvent: (code: ProxyErrorCode, message: string, requestId: string | null) => string
+  /** an upstream error answer that is not JSON, wrapped in this format's error shape */
+  readonly upstreamError: (status: number, text: string) => string
+}
+
+export const routeOf = (model: string) => {
+  const r = parseRoute(model)
+  return r instanceof RouteError ? Effect.fail(new ProxyError({ code: "invalid_route", message: r.message })) : Effect.succeed(r)
+}
+
+const gateRequest = (wire: Wire, route: Route, meta: RequestMeta, agentModel: string, tools: ReadonlyArray<unknown> | undefined, stream: boolean): GateRequest => ({
+  arm: route.arm as GateRequest["arm"],
+  wire,
+  judge: route.judge,
+  tools,
+  stream,
+  context: {
+    requestId: meta.requestId,
+    runId: meta.runId,
+    episodeId: meta.episodeId,
+    sessionId: meta.sessionId,
+    principal: meta.principal,
+    agentModel,
+    headers: meta.headers
+  }
+})
+
+const invalidAnswerError = (message: string) => new ProxyError({ code: "upstream_invalid_response", message })
+
+const isEventStream = (contentType: string) => contentType.toLowerCase().startsWith("text/event-stream")
+
+/** the gate, counting the request's proposed, blocked and held calls into its access record */
+const countingGate = (gate: GateShape, rec: AccessRecord): GateShape => ({
+  ruleChoice: (req, choiceIndex, toolCalls) =>
+    Effect.map(gate.ruleChoice(req, choiceIndex, toolCalls), (rulings) => {
+      rec.proposed += rulings.length
+      for (const r of rulings) {
+        if (r.blocked) rec.blocked++
+        if (r.effective === "hold") rec.held++
+      }
+      return rulings
+    })
+})
+
+const auditFailed = (e: AuditWriteError) =>
+  new ProxyError({ code: "audit_write_failed", message: `audit write failed, call not released: ${e.file}: ${e.reason}` })
+
+const SSE_HEADERS = { "cache-control": "no-cache" }
+
+/** The route handler of a gated wire format. */
+export const gatedRoute = (format: WireFormat) =>
+  Effect.gen(function* () {
+    const settings = yield* Settings
+    const upstreams = yield* Upstreams
+    const judges = yield* Judges
+    const rec = yield* CurrentAccess
+    const ruling = yield* Gate
+    const gate = rec.observed ? countingGate(ruling, rec) : ruling
+    const meta = yield* CurrentRequest
+    if (meta.runId !== null) {
+      const problem = runIdProblem(meta.runId)
+      if (problem !== null) return yield* new ProxyError({ code: "invalid_request", message: `x-vetobench-run: ${problem}` })
+      rec.runId = meta.runId
+    }
+    const body = yield* format.readBody(settings.proxy.max_body_bytes)
+    const route = yield* routeOf(body.model)
+    rec.model = loggable(route.model)
+    rec.arm = route.arm
+    rec.judge = route.judge === null ? null : loggable(route.judge)
+    if (isJudged(route) && judges.get(route.judge!) === undefined) {
+      return yield* new ProxyError({
+        code: "unknown_judge",
+        message: `unknown judge '${route.judge}'${didYouMean(route.judge!, judges.names)}; configured: ${judges.names.join(", ")}`
+      })
+    }
+    const target = yield* Effect.mapError(upstreams.resolve(route.model), fromUpstreamError)
+    format.normalise(body, target)
+    const stream = body.stream === true
+    const request = gateRequest(format.wire, route, meta, target.model, format.tools(body), stream)
+    const partial = settings.proxy.partial_refusal
+
+    return yield* observedUpstream(upstreams, target, format.path, JSON.stringify(body), rec, stream, (res, release) =>
+      Effect.gen(function* () {
+        if (!stream || res.status >= 300) {
+          const text = yield* readAll(res, release)
+          if (res.status >= 300 || route.arm === "passthrough") return relay(res.status, res.contentType, text, {}, format.upstreamError)
+          const gated = yield* format.gateText(gate, request, text, partial).pipe(
+            Effect.mapError((e) => (e._tag === "InvalidAnswer" ? invalidAnswerError(e.message) : auditFailed(e)))
+          )
+          return HttpServerResponse.text(gated.text, { contentType: "application/json", headers: { "x-vetobench-blocked": String(gated.blocked) } })
+        }
+        if (route.arm === "passthrough") {
+          return HttpServerResponse.stream(res.stream.pipe(Stream.ensuring(release)), { contentType: res.contentType, headers: SSE_HEADERS })
+        }
+        if (!isEventStream(res.contentType)) {
+          // an answer that is not an event stream is not shown to a streaming client: an error event ends it
+          const err = yield* Effect.match(readAll(res, release), {
+            onFailure: (e) => e,
+            onSuccess: () => invalidAnswerError(`the upstream answered ${res.contentType || "no content type"} to a streaming request`)
+          })
+          rec.error = err.code
+          return HttpServerResponse.text(format.errorEvent(err.code, err.message, meta.requestId), {
+            contentType: "text/event-stream",
+            headers: { ...SSE_HEADERS, "x-vetobench-blocked": "0" }
+          })
+        }
+        const gated = format
+          .gateStream(res.stream, { gate, request, partial, requestId: meta.requestId, maxEventSize: settings.proxy.max_answer_bytes })
+          .pipe(
+            Stream.catchAll((e: TransportError | AuditWriteError) => {
+              const err = e._tag === "AuditWriteError" ? auditFailed(e) : fromUpstreamError(e)
+              rec.error = err.code
+              return Stream.make(format.errorEvent(err.code, err.message, meta.requestId))
+            }),
+            Stream.encodeText,
+            Stream.ensuring(release)
+          )
+        return HttpServerResponse.stream(gated, { contentType: "text/event-stream", headers: SSE_HEADERS })
+      })
+    )
+  })
