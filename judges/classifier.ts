@@ -10,8 +10,9 @@
  * Two backends, exactly one configured:
  * - `endpoint: <http(s) URL>` — POST `{ <request_field>: <text> }`; the answer is `{label, score}`
  *   (field names configurable) or HuggingFace text-classification output (`[{label, score}, …]`,
- *   or `[[…]]` for a batch of one). Userinfo in the URL is not sent (undici drops it); wherever
- *   the URL is shown (messages, the verdict's `model`) its credentials are redacted.
+ *   or `[[…]]` for a batch of one). Userinfo in the URL is not sent (only its origin, path and
+ *   query are); wherever the URL is shown (messages, the verdict's `model`) its credentials are
+ *   redacted. Sent through `HttpTransport`'s shared client (the process-wide dispatcher).
  * - `model: <served model>` — a chat model through Upstreams with a system prompt (packaged
  *   `injection_v1`, or a file relative to the repo root) answering `{"label": …, "score": …}`;
  *   a bare number is read as the score.
@@ -23,7 +24,6 @@
  * (`security_compromise`), else allow. The unsafe probability is the verdict's `probability`.
  */
 import { Clock, Duration, Effect, Either, Schema } from "effect"
-import { request } from "undici"
 import { Settings } from "../src/config/service.js"
 import type { JudgeSpec } from "../src/config/settings.js"
 import type { ToolCallView } from "../src/domain/tool-call.js"
@@ -35,7 +35,7 @@ import { type LoadedPrompt, loadPrompt, shortHash } from "./prompts.js"
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { BooleanLike, decodeSpec, JsonObject, NonEmptyString, NumberLike, PositiveInt, PositiveNumber } from "./spec-schema.js"
 import { balancedObjects, stripThink } from "./verdict-parse.js"
-import { networkFailure } from "../layers/http-errors.js"
+import { HttpTransport, type HttpClient, type HttpTransportShape, liveTransport } from "../layers/HttpTransport.js"
 import { isObject } from "../src/domain/is-object.js"
 import { redactUrl, redactUrlsIn } from "../src/domain/redact-url.js"
 
@@ -361,81 +361,86 @@ interface HttpAnswer {
   readonly text: string
 }
 
-/** POST `body` to `url` (undici's global pool); transport failures are JudgeErrors. */
+/** Where a classifier endpoint is reached: the shared client of its origin, and the path with the query. */
+interface Endpoint {
+  readonly url: string
+  readonly client: HttpClient
+  readonly path: string
+}
+
+const endpointOf = (transport: HttpTransportShape, url: string): Endpoint => {
+  const u = new URL(url)
+  return { url, client: transport.shared(u.origin), path: `${u.pathname}${u.search}` }
+}
+
+/** POST `body` to the endpoint (the process-wide dispatcher); transport failures are JudgeErrors. */
 const postJson = (
   judge: string,
-  url: string,
+  endpoint: Endpoint,
   body: string,
   timeout_s: number,
   requestId: string
 ): Effect.Effect<HttpAnswer, JudgeError> => {
   const ms = Math.max(1, Math.round(timeout_s * 1000))
+  const url = endpoint.url
   // the endpoint as shown: credentials in it (userinfo, credential query parameters) redacted
   const where = `classifier endpoint ${redactUrl(url)}`
   const timedOut = () => new JudgeError({ judge, reason: "timeout", message: `${where} did not answer within ${timeout_s}s` })
-  return Effect.async<HttpAnswer, JudgeError>((resume, signal) => {
-    request(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json", "x-request-id": requestId },
-      body,
-      signal,
-      headersTimeout: ms,
-      bodyTimeout: ms
+  const unavailable = (why: string) => new JudgeError({ judge, reason: "unavailable", message: `${where} unavailable: ${redactUrlsIn(why, [url])}` })
+  const headers = { "content-type": "application/json", accept: "application/json", "x-request-id": requestId }
+  return endpoint.client
+    .request({ method: "POST", path: endpoint.path, headers, body, timeoutMs: ms }, ({ failure }): JudgeError => {
+      switch (failure.kind) {
+        case "timeout":
+          return timedOut()
+        case "connect-timeout":
+          return unavailable("connect timeout")
+        case "tls":
+          // the endpoint is reached with Node's default trust store
+          return unavailable(
+            `TLS verification failed (${failure.code})${failure.untrustedCa ? "; add the CA that signed its certificate with NODE_EXTRA_CA_CERTS" : ""}`
+          )
+        case "too-large": // not asked for: the whole answer is read
+          return unavailable(`the answer is larger than ${failure.limit} bytes`)
+        case "other":
+          return unavailable(`${failure.code}: ${failure.message}`)
+      }
     })
-      .then(async (r) => ({ status: r.statusCode, text: await r.body.text() }))
-      .then(
-        (a) => resume(Effect.succeed(a)),
-        (e: unknown) => {
-          const failure = networkFailure(e)
-          if (failure.kind === "timeout") return resume(Effect.fail(timedOut()))
-          const unavailable = (why: string) =>
-            resume(Effect.fail(new JudgeError({ judge, reason: "unavailable", message: `${where} unavailable: ${redactUrlsIn(why, [url])}` })))
-          switch (failure.kind) {
-            case "connect-timeout":
-              return unavailable("connect timeout")
-            case "tls":
-              // the endpoint is reached with Node's default trust store
-              return unavailable(
-                `TLS verification failed (${failure.code})${failure.untrustedCa ? "; add the CA that signed its certificate with NODE_EXTRA_CA_CERTS" : ""}`
-              )
-            case "other":
-              return unavailable(`${failure.code}: ${failure.message}`)
-          }
-        }
-      )
-  }).pipe(Effect.timeoutFail({ duration: Duration.millis(ms), onTimeout: timedOut }))
+    .pipe(
+      Effect.flatMap((r) => Effect.map(r.text(), (text) => ({ status: r.status, text }))),
+      Effect.scoped,
+      Effect.timeoutFail({ duration: Duration.millis(ms), onTimeout: timedOut })
+    )
 }
 
 const elapsedSince = (start: bigint) => Effect.map(Clock.currentTimeNanos, (now) => Number(now - start) / 1e6)
 
-const askEndpoint = (
-  name: string,
-  b: EndpointBackend,
-  config: ClassifierConfig,
-  text: string,
-  ctx: JudgeContext
-): Effect.Effect<{ readonly c: Classification; readonly m: Measured }, JudgeError> =>
-  Effect.gen(function* () {
-    const start = yield* Clock.currentTimeNanos
-    const answer = yield* postJson(name, b.url, JSON.stringify({ [b.request_field]: text }), config.timeout_s, ctx.requestId)
-    const latency_ms = yield* elapsedSince(start)
-    const invalid = (message: string) =>
-      new JudgeError({ judge: name, reason: "output-invalid", message, raw: answer.text, latency_ms })
-    if (answer.status < 200 || answer.status >= 300) {
-      return yield* new JudgeError({
-        judge: name,
-        reason: "unavailable",
-        message: `classifier endpoint returned HTTP ${answer.status}: ${redactUrlsIn(answer.text.slice(0, 200), [b.url])}`,
-        raw: answer.text,
-        latency_ms
-      })
-    }
-    const parsed = parseJson(answer.text)
-    if (Either.isLeft(parsed)) return yield* invalid(`classifier answer is not JSON: ${JSON.stringify(answer.text.slice(0, 200))}`)
-    const read = readClassification(parsed.right, config.unsafe_labels, b)
-    if (Either.isLeft(read)) return yield* invalid(`unreadable classifier answer: ${read.left}`)
-    return { c: read.right, m: { raw: answer.text, latency_ms, usage: {}, temperature: null } }
-  })
+type Ask = (text: string, ctx: JudgeContext) => Effect.Effect<{ readonly c: Classification; readonly m: Measured }, JudgeError>
+
+const askEndpoint =
+  (name: string, b: EndpointBackend, endpoint: Endpoint, config: ClassifierConfig): Ask =>
+  (text, ctx) =>
+    Effect.gen(function* () {
+      const start = yield* Clock.currentTimeNanos
+      const answer = yield* postJson(name, endpoint, JSON.stringify({ [b.request_field]: text }), config.timeout_s, ctx.requestId)
+      const latency_ms = yield* elapsedSince(start)
+      const invalid = (message: string) =>
+        new JudgeError({ judge: name, reason: "output-invalid", message, raw: answer.text, latency_ms })
+      if (answer.status < 200 || answer.status >= 300) {
+        return yield* new JudgeError({
+          judge: name,
+          reason: "unavailable",
+          message: `classifier endpoint returned HTTP ${answer.status}: ${redactUrlsIn(answer.text.slice(0, 200), [b.url])}`,
+          raw: answer.text,
+          latency_ms
+        })
+      }
+      const parsed = parseJson(answer.text)
+      if (Either.isLeft(parsed)) return yield* invalid(`classifier answer is not JSON: ${JSON.stringify(answer.text.slice(0, 200))}`)
+      const read = readClassification(parsed.right, config.unsafe_labels, b)
+      if (Either.isLeft(read)) return yield* invalid(`unreadable classifier answer: ${read.left}`)
+      return { c: read.right, m: { raw: answer.text, latency_ms, usage: {}, temperature: null } }
+    })
 
 /** The model backend's sampling temperature: `extra_body.temperature` when it is a number, else 0. */
 const temperatureOf = (b: ModelBackend): number => (typeof b.extra_body.temperature === "number" ? b.extra_body.temperature : 0)
@@ -485,8 +490,15 @@ const askModel = (
     return { c: read.right, m: { raw: reply.content, latency_ms: reply.latency_ms, usage: reply.usage, temperature: temperatureOf(b) } }
   })
 
-export const makeClassifierJudge = (upstreams: UpstreamsShape, name: string, config: ClassifierConfig): Judge => {
+export const makeClassifierJudge = (
+  upstreams: UpstreamsShape,
+  name: string,
+  config: ClassifierConfig,
+  transport: HttpTransportShape = liveTransport
+): Judge => {
   const b = config.backend
+  const ask: Ask =
+    b._tag === "endpoint" ? askEndpoint(name, b, endpointOf(transport, b.url), config) : (text, ctx) => askModel(upstreams, name, b, config, text, ctx)
   const id: JudgeIdentity = {
     judge: name,
     kind: "classifier",
@@ -496,19 +508,20 @@ export const makeClassifierJudge = (upstreams: UpstreamsShape, name: string, con
   const rule = (call: ToolCallView, ctx: JudgeContext): Effect.Effect<Verdict, JudgeError> => {
     const text = scannedText(call, config)
     if (text.trim() === "") return Effect.succeed(decided(id, "allow", { category: "none", reason: "nothing to scan" }))
-    const ask = b._tag === "endpoint" ? askEndpoint(name, b, config, text, ctx) : askModel(upstreams, name, b, config, text, ctx)
-    return Effect.map(ask, ({ c, m }) => classifierVerdict(id, config, c, m))
+    return Effect.map(ask(text, ctx), ({ c, m }) => classifierVerdict(id, config, c, m))
   }
   return { ...id, cacheable: true, rule }
 }
 
+/** `kind: classifier`; endpoint requests go through the `HttpTransport` in context. */
 export const classifierPlugin: JudgeKindPlugin<Upstreams | Settings> = Effect.gen(function* () {
   const upstreams = yield* Upstreams
   const settings = yield* Settings
+  const transport = yield* HttpTransport
   const kind: JudgeKind = {
     kind: "classifier",
     make: (name, spec, defaults) =>
-      Effect.map(decodeClassifierConfig(name, spec, defaults, settings.root), (config) => makeClassifierJudge(upstreams, name, config))
+      Effect.map(decodeClassifierConfig(name, spec, defaults, settings.root), (config) => makeClassifierJudge(upstreams, name, config, transport))
   }
   return kind
 })

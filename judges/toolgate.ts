@@ -37,11 +37,13 @@
  * `/v1/decide`), 5xx and any answer without a decision. Messages name the status and the gate's
  * error code, never the token, and show the URL without credentials. Userinfo in `url`
  * (`https://user:pass@gate`) is not sent: the pool is made for the URL's origin.
+ *
+ * Transport: a keep-alive pool of the judge's own from `HttpTransport` (the one in context when the
+ * kind is registered; undici unless a layer replaces it).
  */
 import { existsSync, readFileSync } from "node:fs"
 import * as path from "node:path"
 import { Duration, Effect, Either, ParseResult, Redacted, Schema } from "effect"
-import { type Dispatcher, Pool } from "undici"
 import { Settings } from "../src/config/service.js"
 import type { JudgeSpec } from "../src/config/settings.js"
 import type { ToolCallView } from "../src/domain/tool-call.js"
@@ -50,7 +52,7 @@ import { type Decision, decided, type JudgeIdentity, type Verdict } from "../src
 import { type Judge, JudgeConfigError, type JudgeContext, JudgeError } from "./Judge.js"
 import type { JudgeDefaults, JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { decodeSpec, NonEmptyString, PositiveNumber } from "./spec-schema.js"
-import { networkFailure } from "../layers/http-errors.js"
+import { type HttpHeaders, HttpTransport, type HttpTransportShape, liveTransport, type TransportFailure } from "../layers/HttpTransport.js"
 
 // ---------------------------------------------------------------------------------------------
 // config
@@ -208,20 +210,12 @@ const MAX_RAW_CHARS = 4000
 
 const cut = (s: string): string => (s.length > MAX_RAW_CHARS ? `${s.slice(0, MAX_RAW_CHARS)} …[truncated]` : s)
 
-const readCapped = async (body: Dispatcher.ResponseData["body"]): Promise<string> => {
-  const parts: Array<Buffer> = []
-  let n = 0
-  for await (const chunk of body as AsyncIterable<Uint8Array>) {
-    parts.push(Buffer.from(chunk))
-    n += chunk.length
-    if (n >= MAX_BODY_BYTES) break // leaving the loop destroys the body
-  }
-  return Buffer.concat(parts).toString("utf8")
-}
+/** the bytes as UTF-8 text (a BOM is kept, as `Buffer#toString` keeps it) */
+const utf8 = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")
 
-const flatHeaders = (h: Dispatcher.ResponseData["headers"]): Record<string, string> => {
+const flatHeaders = (h: HttpHeaders): Record<string, string> => {
   const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v
+  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k.toLowerCase()] = typeof v === "string" ? v : v.join(", ")
   return out
 }
 
@@ -263,7 +257,7 @@ const round3 = (x: number) => Math.round(x * 1000) / 1000
 const compact = (o: Record<string, string | number>): Record<string, string | number> =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== ""))
 
-export const makeToolgateJudge = (name: string, config: ToolgateConfig): Judge => {
+export const makeToolgateJudge = (name: string, config: ToolgateConfig, transport: HttpTransportShape = liveTransport): Judge => {
   const shownUrl = redactUrl(config.url)
   const id: JudgeIdentity = { judge: name, kind: "toolgate", model: shownUrl, version: `toolgate:${config.policy ?? "unversioned"}` }
   const base = new URL(config.url)
@@ -271,20 +265,20 @@ export const makeToolgateJudge = (name: string, config: ToolgateConfig): Judge =
   const ms = Math.max(1, Math.round(config.timeout_s * 1000))
   // one small keep-alive pool per judge, for the process's lifetime (judges are built once);
   // undici unrefs idle sockets, so it never holds the process open
-  const pool = new Pool(base.origin, {
+  const pool = transport.pool(base.origin, {
     connections: 32,
-    keepAliveTimeout: 10_000,
-    pipelining: 1,
-    connect: { timeout: ms, rejectUnauthorized: config.verify_tls !== false, ...(config.ca !== null ? { ca: config.ca } : {}) }
+    keepAliveTimeoutMs: 10_000,
+    connectTimeoutMs: ms,
+    rejectUnauthorized: config.verify_tls !== false,
+    ...(config.ca !== null ? { ca: config.ca } : {})
   })
 
   const where = `toolgate ${shownUrl}`
   /** a message shown to anyone (verdict reason, audit, smoke): no credential of the gate URL in it */
   const shown = (message: string) => redactUrlsIn(message, [config.url])
 
-  const transportError = (e: unknown, latency_ms: number): JudgeError => {
+  const transportError = (failure: TransportFailure, latency_ms: number): JudgeError => {
     const fail = (reason: "timeout" | "unavailable", message: string) => new JudgeError({ judge: name, reason, message: shown(message), latency_ms })
-    const failure = networkFailure(e)
     switch (failure.kind) {
       case "timeout":
         return fail("timeout", `${where}: no answer within ${config.timeout_s}s`)
@@ -295,21 +289,20 @@ export const makeToolgateJudge = (name: string, config: ToolgateConfig): Judge =
           "unavailable",
           `${where}: TLS verification failed (${failure.code})${failure.untrustedCa ? "; set verify_tls to the CA bundle that signed the gate's certificate" : ""}`
         )
+      case "too-large": // not asked for: the body is read up to MAX_BODY_BYTES
+        return fail("unavailable", `${where}: the answer is larger than ${failure.limit} bytes`)
       case "other":
         return fail("unavailable", `${where}: unreachable (${failure.code}: ${failure.message})`)
     }
   }
 
-  const post = (urlPath: string, headers: Record<string, string>, body: string, started: number) =>
-    Effect.async<GateResponse, JudgeError>((resume, signal) => {
-      pool
-        .request({ method: "POST", path: urlPath, headers, body, signal, headersTimeout: ms, bodyTimeout: ms })
-        .then(async (r) => ({ status: r.statusCode, headers: flatHeaders(r.headers), text: await readCapped(r.body) }))
-        .then(
-          (r) => resume(Effect.succeed(r)),
-          (e: unknown) => resume(Effect.fail(transportError(e, round3(performance.now() - started))))
-        )
-    })
+  const post = (urlPath: string, headers: Record<string, string>, body: string, started: number): Effect.Effect<GateResponse, JudgeError> =>
+    pool
+      .request({ method: "POST", path: urlPath, headers, body, timeoutMs: ms }, (e) => transportError(e.failure, round3(performance.now() - started)))
+      .pipe(
+        Effect.flatMap((r) => Effect.map(r.head(MAX_BODY_BYTES), (bytes) => ({ status: r.status, headers: flatHeaders(r.headers), text: utf8(bytes) }))),
+        Effect.scoped
+      )
 
   /** an answer that carries no decision */
   const notADecision = (res: GateResponse, latency_ms: number): JudgeError => {
@@ -422,10 +415,14 @@ export const makeToolgateJudge = (name: string, config: ToolgateConfig): Judge =
   return { ...id, cacheable: false, rule }
 }
 
-export const makeToolgateKind = (root: string): JudgeKind => ({
+export const makeToolgateKind = (root: string, transport: HttpTransportShape = liveTransport): JudgeKind => ({
   kind: "toolgate",
-  make: (name, spec, defaults) => Effect.flatMap(decodeToolgateConfig(name, spec, defaults, root), (c) => Effect.sync(() => makeToolgateJudge(name, c)))
+  make: (name, spec, defaults) =>
+    Effect.flatMap(decodeToolgateConfig(name, spec, defaults, root), (c) => Effect.sync(() => makeToolgateJudge(name, c, transport)))
 })
 
-/** `kind: toolgate`; CA bundle paths are resolved against the settings' root. */
-export const toolgatePlugin: JudgeKindPlugin<Settings> = Effect.map(Settings, (s) => makeToolgateKind(s.root))
+/** `kind: toolgate`; CA bundle paths are resolved against the settings' root; requests go through the `HttpTransport` in context. */
+export const toolgatePlugin: JudgeKindPlugin<Settings> = Effect.gen(function* () {
+  const settings = yield* Settings
+  return makeToolgateKind(settings.root, yield* HttpTransport)
+})

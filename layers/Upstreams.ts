@@ -1,17 +1,18 @@
 /**
- * Upstreams: the model endpoints (vLLM). One undici keep-alive pool per upstream, TLS with an
- * optional CA bundle, aliases, a catch-all upstream, `model_defaults` on every request we send,
- * per-upstream timeouts. The key sent is always the upstream's own; no client header is forwarded.
+ * Upstreams: the model endpoints (vLLM). One keep-alive pool per upstream (from `HttpTransport`,
+ * closed with the layer), TLS with an optional CA bundle, aliases, a catch-all upstream,
+ * `model_defaults` on every request we send, per-upstream timeouts. The key sent is always the
+ * upstream's own; no client header is forwarded.
  */
 import { readFileSync } from "node:fs"
 import { Context, Data, Duration, Effect, Either, Layer, Redacted, type Scope, Stream } from "effect"
-import { Pool, type Dispatcher } from "undici"
 import { Settings } from "../src/config/service.js"
 import type { Settings as SettingsShape, UpstreamSettings } from "../src/config/settings.js"
 import { applyModelDefaults } from "../src/domain/normalise.js"
 import { isObject } from "../src/domain/is-object.js"
 import { redactUrl, redactUrlsIn } from "../src/domain/redact-url.js"
 import { networkFailure } from "./http-errors.js"
+import { firstHeader, HttpTransport, type HttpPool, type HttpTransportError, type HttpTransportShape, type TransportFailure } from "./HttpTransport.js"
 
 export class NoRoute extends Data.TaggedError("NoRoute")<{ readonly model: string }> {
   override get message() {
@@ -96,17 +97,16 @@ export interface UpstreamsShape {
 export class Upstreams extends Context.Tag("vetobench/Upstreams")<Upstreams, UpstreamsShape>() {}
 
 interface PoolEntry {
-  readonly pool: Pool
+  readonly pool: HttpPool
   readonly basePath: string
 }
 
 /**
- * Map an undici/node error to a typed transport error with a message a user can act on. The
- * upstream's URL is shown without its credentials (userinfo, credential query parameters), and
- * they are scrubbed from the network error's own message too.
+ * A transport failure as a typed upstream error with a message a user can act on. The upstream's
+ * URL is shown without its credentials (userinfo, credential query parameters), and they are
+ * scrubbed from the network error's own message too.
  */
-export const transportError = (u: UpstreamSettings, e: unknown, timeout_s: number): TransportError => {
-  const failure = networkFailure(e)
+export const upstreamError = (u: UpstreamSettings, failure: TransportFailure, timeout_s: number): TransportError => {
   const where = redactUrl(u.base_url)
   switch (failure.kind) {
     case "timeout":
@@ -118,46 +118,28 @@ export const transportError = (u: UpstreamSettings, e: unknown, timeout_s: numbe
       })
     case "connect-timeout":
       return new UpstreamUnavailable({ upstream: u.name, reason: `connect timeout after ${u.connect_timeout_s}s (${where})` })
+    case "too-large":
+      return new UpstreamUnavailable({ upstream: u.name, reason: `error: the answer is larger than ${failure.limit} bytes (proxy.max_answer_bytes) (${where})` })
     case "other":
       return new UpstreamUnavailable({ upstream: u.name, reason: `${failure.code}: ${redactUrlsIn(failure.message, [u.base_url])} (${where})` })
   }
 }
 
-/** Free an upstream body whether or not it was read; a destroyed unread body may emit an error nobody else listens to. */
-const releaseBody = (body: Dispatcher.ResponseData["body"]) => {
-  body.on("error", () => {})
-  body.destroy()
-}
+/** {@link upstreamError} of an undici / Node error (or of anything thrown while reading an answer). */
+export const transportError = (u: UpstreamSettings, e: unknown, timeout_s: number): TransportError =>
+  upstreamError(u, networkFailure(e), timeout_s)
 
-const makePool = (u: UpstreamSettings): PoolEntry => {
+const makePool = (transport: HttpTransportShape, u: UpstreamSettings): PoolEntry => {
   const url = new URL(u.base_url)
   const ca = typeof u.verify_tls === "string" ? readFileSync(u.verify_tls) : undefined
-  const pool = new Pool(url.origin, {
+  const pool = transport.pool(url.origin, {
     connections: u.max_connections,
-    keepAliveTimeout: 30_000,
-    pipelining: 1,
-    connect: {
-      timeout: u.connect_timeout_s * 1000,
-      rejectUnauthorized: u.verify_tls !== false,
-      ...(ca !== undefined ? { ca } : {})
-    }
+    keepAliveTimeoutMs: 30_000,
+    connectTimeoutMs: u.connect_timeout_s * 1000,
+    rejectUnauthorized: u.verify_tls !== false,
+    ...(ca !== undefined ? { ca } : {})
   })
   return { pool, basePath: url.pathname.replace(/\/+$/, "") }
-}
-
-/** The body as UTF-8 text (a BOM dropped, as `body.text()` does), refused past `limit` bytes (the rest is not read). */
-const boundedText = async (body: Dispatcher.ResponseData["body"], limit: number): Promise<string> => {
-  const chunks: Array<Buffer> = []
-  let size = 0
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size > limit) {
-      body.destroy()
-      throw new Error(`the answer is larger than ${limit} bytes (proxy.max_answer_bytes)`)
-    }
-    chunks.push(chunk)
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
 /** The upstream a model name goes to: the first that lists it in `models`, else the first catch-all (no `models`). */
@@ -168,13 +150,13 @@ export const upstreamFor = (settings: Pick<SettingsShape, "upstreams">, model: s
 export const aliasOf = (settings: Pick<SettingsShape, "aliases">, model: string): string =>
   (Object.hasOwn(settings.aliases, model) ? settings.aliases[model] : undefined) ?? model
 
+/** The upstreams of `settings`, their pools opened on the `HttpTransport` in context (undici by default) and closed with the scope. */
 export const make = (settings: SettingsShape) =>
   Effect.gen(function* () {
+    const transport = yield* HttpTransport
     const pools = new Map<string, PoolEntry>()
-    yield* Effect.addFinalizer(() =>
-      Effect.promise(() => Promise.allSettled([...pools.values()].map((p) => p.pool.destroy())))
-    )
-    for (const u of settings.upstreams) pools.set(u.name, makePool(u))
+    yield* Effect.addFinalizer(() => Effect.forEach(pools.values(), (p) => p.pool.close, { concurrency: "unbounded", discard: true }))
+    for (const u of settings.upstreams) pools.set(u.name, makePool(transport, u))
 
     const target = (model: string): Either.Either<Target, NoRoute> => {
       const u = upstreamFor(settings, model)
@@ -186,7 +168,6 @@ export const make = (settings: SettingsShape) =>
       const u = t.upstream
       const entry = pools.get(u.name)!
       const timeout_s = opts.timeout_s ?? u.timeout_s
-      const ms = Math.max(1, Math.round(timeout_s * 1000))
       const headers: Record<string, string> = {
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
@@ -194,38 +175,20 @@ export const make = (settings: SettingsShape) =>
       }
       if (opts.requestId) headers["x-request-id"] = opts.requestId
       if (opts.traceparent) headers["traceparent"] = opts.traceparent
-      const fail = (e: unknown) => transportError(u, e, timeout_s)
-      // The wait for headers stays interruptible (a client that goes away aborts the upstream request);
-      // once headers are in, the body is owned by the scope and always released.
-      const request = Effect.async<Dispatcher.ResponseData, TransportError>((resume, signal) => {
-          entry.pool
-            .request({
-              method: "POST",
-              path: `${entry.basePath}/${path}`,
-              headers,
-              body,
-              signal,
-              headersTimeout: ms,
-              bodyTimeout: ms
+      const fail = (e: HttpTransportError) => upstreamError(u, e.failure, timeout_s)
+      // a client that goes away aborts the upstream request; the body is released with the scope
+      return entry.pool
+        .request({ method: "POST", path: `${entry.basePath}/${path}`, headers, body, timeoutMs: Math.max(1, Math.round(timeout_s * 1000)) }, fail)
+        .pipe(
+          Effect.map(
+            (r): RawResponse => ({
+              status: r.status,
+              contentType: firstHeader(r.headers, "content-type") ?? "",
+              text: r.text(settings.proxy.max_answer_bytes),
+              stream: r.stream
             })
-            .then(
-              (r) => resume(Effect.succeed(r)),
-              (e) => resume(Effect.fail(fail(e)))
-            )
-        })
-      return Effect.uninterruptibleMask((restore) =>
-        restore(request).pipe(Effect.tap((r) => Effect.addFinalizer(() => Effect.sync(() => releaseBody(r.body)))))
-      ).pipe(
-        Effect.map((r): RawResponse => {
-          const ct = r.headers["content-type"]
-          return {
-            status: r.statusCode,
-            contentType: Array.isArray(ct) ? (ct[0] ?? "") : (ct ?? ""),
-            text: Effect.tryPromise({ try: () => boundedText(r.body, settings.proxy.max_answer_bytes), catch: fail }),
-            stream: Stream.fromAsyncIterable(r.body as AsyncIterable<Uint8Array>, fail)
-          }
-        })
-      )
+          )
+        )
     }
 
     const jsonCall =
@@ -262,24 +225,24 @@ export const make = (settings: SettingsShape) =>
       (u) =>
         Effect.gen(function* () {
           const entry = pools.get(u.name)!
-          const res = yield* Effect.tryPromise({
-            try: async () => {
-              const r = await entry.pool.request({
-                method: "GET",
-                path: `${entry.basePath}/models`,
-                headers: { authorization: `Bearer ${Redacted.value(u.api_key)}` },
-                headersTimeout: 10_000,
-                bodyTimeout: 10_000
-              })
-              const text = await r.body.text()
-              if (r.statusCode !== 200) throw new Error(`HTTP ${r.statusCode}: ${text.slice(0, 200)}`)
+          const r = yield* entry.pool.request(
+            { method: "GET", path: `${entry.basePath}/models`, headers: { authorization: `Bearer ${Redacted.value(u.api_key)}` }, timeoutMs: 10_000 },
+            (e) => upstreamError(u, e.failure, 10)
+          )
+          const text = yield* r.text()
+          const res = yield* Effect.try({
+            try: () => {
+              if (r.status !== 200) throw new Error(`HTTP ${r.status}: ${text.slice(0, 200)}`)
               return JSON.parse(text) as { data?: Array<{ id?: unknown }> }
             },
             catch: (e) => transportError(u, e, 10)
           })
           const ids = (res.data ?? []).map((m) => String(m.id)).sort()
           return [u.name, ids] as const
-        }).pipe(Effect.catchAll((e) => Effect.succeed([u.name, `error: ${e.message}`] as const))),
+        }).pipe(
+          Effect.scoped,
+          Effect.catchAll((e) => Effect.succeed([u.name, `error: ${e.message}`] as const))
+        ),
       { concurrency: "unbounded" }
     ).pipe(Effect.map((entries) => Object.fromEntries(entries)))
 
@@ -296,4 +259,5 @@ export const make = (settings: SettingsShape) =>
     } satisfies UpstreamsShape
   })
 
+/** Upstreams from `Settings`; outbound HTTP through the `HttpTransport` in context (undici unless one is provided). */
 export const layer: Layer.Layer<Upstreams, never, Settings> = Layer.scoped(Upstreams, Effect.flatMap(Settings, make))

@@ -16,6 +16,7 @@ export { Gate, type GateRequest, type CallRuling, type GateShape } from "./gate/
 export { gateLayer, proxyLayer } from "./proxy/live.js"
 export { ProxyServer } from "./proxy/server.js"
 export { Upstreams, NoRoute, UpstreamStatus, UpstreamTimeout, UpstreamUnavailable } from "../layers/Upstreams.js"
+export { HttpTransport, HttpTransportError, type HttpTransportShape, type Script } from "../layers/HttpTransport.js"
 export { AuditSink, AuditWriteError, verifyAuditFile } from "../layers/AuditSink.js"
 export { JudgeCache } from "../layers/JudgeCache.js"
 export { FakeVllm, serveFakeVllm } from "../layers/FakeVllm.js"
