@@ -1,7 +1,8 @@
 /**
  * A GPU-free stand-in for vLLM's OpenAI-compatible server (reference §14.5, with vLLM's own error
- * and streaming shapes). Used in-process by tests (`FakeVllm.layer()`) and by
- * `vetobench fake-vllm --port N` (`serveFakeVllm`).
+ * and streaming shapes), and of its Anthropic Messages endpoint (`fake-vllm/messages-wire.ts`) and
+ * OpenAI Responses endpoint (`fake-vllm/responses-wire.ts`).
+ * Used in-process by tests (`FakeVllm.layer()`) and by `vetobench fake-vllm --port N` (`serveFakeVllm`).
  *
  * Plain `node:http`/`node:https`: answers never depend on Effect's Clock, so the server also works
  * under @effect/vitest's TestClock. The scope owns the server: closing it drops every connection.
@@ -33,6 +34,8 @@ import {
   textCompletion,
   usage
 } from "./fake-vllm/wire.js"
+import { chatBodyOfMessages, MESSAGES_ERRORS, messagesAnswer, messagesEvents, messagesSse } from "./fake-vllm/messages-wire.js"
+import { chatBodyOfResponses, responsesAnswer, responsesEvents, responsesSse } from "./fake-vllm/responses-wire.js"
 import { isObject } from "../src/domain/is-object.js"
 
 export {
@@ -166,6 +169,12 @@ const parseBody = (raw: string): { readonly ok: true; readonly value: unknown } 
   }
 }
 
+/** the errors of the generation prologue on the OpenAI-style routes */
+const CHAT_ERRORS = {
+  failure: (status: number): unknown => errorBody("fake failure", "InternalServerError", status),
+  notFound: (model: string): unknown => modelNotFound(model)
+}
+
 const urlHost = (host: string): string => (host.includes(":") && !host.startsWith("[") ? `[${host}]` : host)
 
 /** Server state plus the request handler; no Effect inside (see the module comment). */
@@ -196,7 +205,8 @@ const makeHandler = (options: FakeVllmOptions) => {
     res.end(text)
   }
 
-  const sendSse = async (res: http.ServerResponse, payloads: ReadonlyArray<unknown>) => {
+  /** one SSE event per payload (`frame`), then `end` */
+  const sendSse = async <P>(res: http.ServerResponse, payloads: ReadonlyArray<P>, frame: (p: P) => string = sseData, end = SSE_DONE) => {
     if (gone(res)) return
     res.writeHead(200, {
       "content-type": "text/event-stream; charset=utf-8",
@@ -205,11 +215,11 @@ const makeHandler = (options: FakeVllmOptions) => {
     })
     for (const p of payloads) {
       if (gone(res)) return
-      res.write(sseData(p))
+      res.write(frame(p))
       if (knobs.chunkDelayMs > 0) await sleep(knobs.chunkDelayMs)
     }
     if (gone(res)) return
-    res.end(SSE_DONE)
+    res.end(end)
   }
 
   const envelope = (prefix: string, model: string): Envelope => {
@@ -220,17 +230,17 @@ const makeHandler = (options: FakeVllmOptions) => {
   const includeUsage = (body: Record<string, unknown>): boolean =>
     isObject(body.stream_options) && body.stream_options.include_usage === true
 
-  /** Common prologue of generation requests: delay, then fail/unknown-model checks. */
-  const generationGate = async (res: http.ServerResponse, body: Record<string, unknown>): Promise<string | null> => {
+  /** Common prologue of generation requests: delay, then fail/unknown-model checks (error bodies in the route's shape). */
+  const generationGate = async (res: http.ServerResponse, body: Record<string, unknown>, errors = CHAT_ERRORS): Promise<string | null> => {
     const model = typeof body.model === "string" ? body.model : ""
     if (knobs.delayModels.size === 0 || knobs.delayModels.has(model)) await sleep(knobs.delayMs)
     if (gone(res)) return null
     if (knobs.failStatus !== null && (knobs.failModels.size === 0 || knobs.failModels.has(model))) {
-      sendJson(res, knobs.failStatus, errorBody("fake failure", "InternalServerError", knobs.failStatus))
+      sendJson(res, knobs.failStatus, errors.failure(knobs.failStatus))
       return null
     }
     if (!isServedModel(model)) {
-      sendJson(res, 404, modelNotFound(model))
+      sendJson(res, 404, errors.notFound(model))
       return null
     }
     return model
@@ -245,6 +255,28 @@ const makeHandler = (options: FakeVllmOptions) => {
     const env = envelope("chatcmpl", model)
     if (body.stream === true) await sendSse(res, chatChunks(env, answer, u, includeUsage(body)))
     else sendJson(res, 200, chatCompletion(env, answer, u))
+  }
+
+  /** `POST /v1/messages`: the chat behaviour, read from and written in the Messages format */
+  const messages = async (res: http.ServerResponse, body: Record<string, unknown>) => {
+    const model = await generationGate(res, body, MESSAGES_ERRORS)
+    if (model === null) return
+    const chatBody = chatBodyOfMessages(body)
+    const answer = chatAnswer(model, chatBody, knobs)
+    const env = envelope("msg", model)
+    if (body.stream === true) await sendSse(res, messagesEvents(env, answer, chatPromptTokens(chatBody)), messagesSse, "")
+    else sendJson(res, 200, messagesAnswer(env, answer, chatPromptTokens(chatBody)))
+  }
+
+  /** `POST /v1/responses`: the chat behaviour, read from and written in the Responses format */
+  const responses = async (res: http.ServerResponse, body: Record<string, unknown>) => {
+    const model = await generationGate(res, body)
+    if (model === null) return
+    const chatBody = chatBodyOfResponses(body)
+    const answer = chatAnswer(model, chatBody, knobs)
+    const env = envelope("resp", model)
+    if (body.stream === true) await sendSse(res, responsesEvents(env, answer, chatPromptTokens(chatBody), body), responsesSse, "")
+    else sendJson(res, 200, responsesAnswer(env, answer, chatPromptTokens(chatBody), body))
   }
 
   const completions = async (res: http.ServerResponse, body: Record<string, unknown>) => {
@@ -276,7 +308,9 @@ const makeHandler = (options: FakeVllmOptions) => {
       "/health": "GET",
       "/v1/models": "GET",
       "/v1/chat/completions": "POST",
-      "/v1/completions": "POST"
+      "/v1/completions": "POST",
+      "/v1/messages": "POST",
+      "/v1/responses": "POST"
     }
     const allowed = endpoints[path]
     if (allowed === undefined) return sendJson(res, 404, { detail: "Not Found" })
@@ -291,6 +325,8 @@ const makeHandler = (options: FakeVllmOptions) => {
       return sendJson(res, 400, errorBody("request body must be a JSON object", "BadRequestError", 400))
     }
     if (path === "/v1/chat/completions") return chat(res, parsed.value)
+    if (path === "/v1/messages") return messages(res, parsed.value)
+    if (path === "/v1/responses") return responses(res, parsed.value)
     return completions(res, parsed.value)
   }
 

@@ -162,10 +162,29 @@ const readHead = async (body: Body, max: number): Promise<Uint8Array> => {
   return Buffer.concat(parts)
 }
 
+/**
+ * The body as an async iterable whose `return` (what an interrupted stream calls) destroys the body
+ * first. Node queues an iterator's `return()` behind a pending `next()`: without the destroy, a
+ * client that leaves while the upstream is silent would be noticed only when the upstream sends
+ * again or times out (and the held calls' records would wait that long).
+ */
+const chunksOf = (body: Body): AsyncIterable<Uint8Array> => ({
+  [Symbol.asyncIterator]: () => {
+    const it = (body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]()
+    return {
+      next: () => it.next(),
+      return: (value?: unknown) => {
+        releaseBody(body)
+        return it.return !== undefined ? it.return(value) : Promise.resolve({ done: true as const, value: undefined })
+      }
+    }
+  }
+})
+
 const liveResponse = <E>(r: Dispatcher.ResponseData, fail: (e: unknown) => E): HttpResponse<E> => ({
   status: r.statusCode,
   headers: r.headers,
-  stream: Stream.fromAsyncIterable(r.body as AsyncIterable<Uint8Array>, fail),
+  stream: Stream.fromAsyncIterable(chunksOf(r.body), fail),
   text: (limit) => Effect.tryPromise({ try: () => readText(r.body, limit), catch: fail }),
   head: (max) => Effect.tryPromise({ try: () => readHead(r.body, max), catch: fail })
 })

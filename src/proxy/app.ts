@@ -7,6 +7,8 @@ import { Cause, Effect } from "effect"
 import { Upstreams } from "../../layers/Upstreams.js"
 import { VERSION } from "../version.js"
 import { chatFormat } from "./chat.js"
+import { messagesFormat } from "./messages.js"
+import { responsesFormat } from "./responses.js"
 import { CurrentRequest, gatedRoute, type WireFormat } from "./gated-route.js"
 import { completions } from "./completions.js"
 import { defectMessage } from "../gate/Gate.js"
@@ -17,11 +19,10 @@ import { holdRoutes } from "./holds-api.js"
 import { metricsRoute } from "./metrics-route.js"
 import { countBytes } from "./observe.js"
 import { requestMeta } from "./request-meta.js"
+import { PROXY_PATHS } from "./paths.js"
 
 /** the gated routes, by path: each answers errors in its own format's shape */
-const GATED: ReadonlyMap<string, WireFormat> = new Map([["/v1/chat/completions", chatFormat]])
-
-const KNOWN_PATHS = new Set(["/healthz", "/metrics", "/v1/models", "/v1/completions", "/v1/holds", ...GATED.keys()])
+const GATED: ReadonlyMap<string, WireFormat> = new Map([["/v1/chat/completions", chatFormat], ["/v1/messages", messagesFormat], ["/v1/responses", responsesFormat]])
 
 const health = HttpServerResponse.unsafeJson({ ok: true, version: VERSION })
 
@@ -37,6 +38,8 @@ export const router = HttpRouter.empty.pipe(
   HttpRouter.get("/metrics", metricsRoute),
   HttpRouter.get("/v1/models", models),
   HttpRouter.post("/v1/chat/completions", gatedRoute(chatFormat)),
+  HttpRouter.post("/v1/messages", gatedRoute(messagesFormat)),
+  HttpRouter.post("/v1/responses", gatedRoute(responsesFormat)),
   HttpRouter.post("/v1/completions", completions),
   holdRoutes
 )
@@ -57,10 +60,10 @@ export const app = Effect.gen(function* () {
         return Effect.succeed(errorResponse(e, requestId, {}, shape))
       },
       RouteNotFound: () => {
-        access.error = KNOWN_PATHS.has(path) ? "method_not_allowed" : "not_found"
+        access.error = PROXY_PATHS.has(path) ? "method_not_allowed" : "not_found"
         return Effect.succeed(
           errorResponse(
-            KNOWN_PATHS.has(path)
+            PROXY_PATHS.has(path)
               ? new ProxyError({ code: "method_not_allowed", message: `${req.method} is not allowed on ${path}` })
               : new ProxyError({ code: "not_found", message: `no route ${req.method} ${path}` }),
             requestId,

@@ -4,7 +4,6 @@
  * when a choice finishes, the gate rules its calls exactly as for a non-streaming response, then
  * the surviving calls (or the refusal text) and the finish chunk are emitted; then `[DONE]`.
  */
-import * as Sse from "@effect/experimental/Sse"
 import { Effect, Stream } from "effect"
 import { type PartialRefusal, refusalNotes } from "../../domain/refusal.js"
 import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.js"
@@ -13,6 +12,7 @@ import { isObject } from "../../domain/is-object.js"
 import { errorBody } from "../errors.js"
 import { callsIn, mayCarryCalls } from "./chat.js"
 import { parseJsonText } from "./json-answer.js"
+import { driveSse, type SseStep } from "./sse-driver.js"
 
 interface PendingCall {
   id: string | null
@@ -57,12 +57,6 @@ export interface SseGateOptions {
   readonly fastPath?: boolean
   /** one event larger than this (`proxy.max_answer_bytes`, counted in UTF-16 units) ends the stream with an error event */
   readonly maxEventSize?: number
-}
-
-/** What the gate sends next; `stop` once an error event ended the stream for the client. */
-export interface SseStep {
-  readonly out: ReadonlyArray<string>
-  readonly stop: boolean
 }
 
 /**
@@ -143,7 +137,8 @@ export const makeSseGate = (opts: SseGateOptions) => {
   /** the stream cannot go on: record what is held (release none of it), then one error event */
   const fail = (message: string): Effect.Effect<SseStep, AuditWriteError> => {
     stopped = true
-    return settleAll.pipe(Effect.as({ out: [`: x-vetobench-blocked=${blocked}\n\n`, errorEvent(message)], stop: true }))
+    // the count is read once the held calls are ruled (they are in it)
+    return settleAll.pipe(Effect.map(() => ({ out: [`: x-vetobench-blocked=${blocked}\n\n`, errorEvent(message)], stop: true })))
   }
 
   const step = (out: ReadonlyArray<string>): SseStep => ({ out, stop: false })
@@ -292,67 +287,8 @@ const isEmptyChoice = (c: Record<string, unknown>) =>
  * `[DONE]` or at an error event; if the upstream fails or the client leaves first, the calls held so
  * far are still ruled and recorded (and none is released).
  */
-export const gateSseStream = <E>(
-  upstream: Stream.Stream<Uint8Array, E>,
-  opts: SseGateOptions
-): Stream.Stream<string, E | AuditWriteError> =>
-  Stream.suspend(() => {
-    const g = makeSseGate(opts)
-    const events: Array<string> = []
-    const parser = Sse.makeParser((ev) => {
-      if (ev._tag === "Event") events.push(ev.data)
-    })
-    let stop = false
-    // text fed since the last event was dispatched: what the parser is holding (bounded)
-    let pending = 0
-    const limit = opts.maxEventSize ?? Number.POSITIVE_INFINITY
-    const body = upstream.pipe(
-      Stream.decodeText(),
-      Stream.mapEffect((text) =>
-        Effect.gen(function* () {
-          parser.feed(text)
-          pending = events.length > 0 ? 0 : pending + text.length
-          if (pending > limit) {
-            events.length = 0
-            const r = yield* g.overflow(limit)
-            stop = true
-            return r.out
-          }
-          const out: Array<string> = []
-          for (const data of events.splice(0)) {
-            const r = data.length > limit ? yield* g.overflow(limit) : yield* g.onData(data)
-            out.push(...r.out)
-            if (r.stop) {
-              stop = true
-              break
-            }
-          }
-          return out
-        })
-      ),
-      Stream.takeUntil(() => stop),
-      Stream.flattenIterables,
-      // an upstream failure: what is held is recorded, then the failure (the route writes its error event)
-      Stream.catchAll((e) => Stream.execute(g.abandon).pipe(Stream.concat(Stream.fail(e))))
-    )
-    return Stream.concat(body, Stream.fromIterableEffect(g.end)).pipe(
-      // the client left: the held calls are recorded all the same, by a fiber the interruption does not reach
-      Stream.ensuring(
-        Effect.suspend(() =>
-          g.open()
-            ? Effect.asVoid(
-                Effect.forkDaemon(
-                  g.abandon.pipe(
-                    Effect.catchAll((e) =>
-                      Effect.logError(`audit: the client left; its held calls could not be recorded: ${e.file}: ${e.reason}`).pipe(
-                        Effect.annotateLogs({ request_id: opts.requestId ?? "" })
-                      )
-                    )
-                  )
-                )
-              )
-            : Effect.void
-        )
-      )
-    )
+export const gateSseStream = <E>(upstream: Stream.Stream<Uint8Array, E>, opts: SseGateOptions): Stream.Stream<string, E | AuditWriteError> =>
+  driveSse(upstream, makeSseGate(opts), {
+    ...(opts.maxEventSize !== undefined ? { maxEventSize: opts.maxEventSize } : {}),
+    ...(opts.requestId !== undefined ? { requestId: opts.requestId } : {})
   })

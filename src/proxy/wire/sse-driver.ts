@@ -1,0 +1,104 @@
+/**
+ * The loop every streamed wire format's gate runs in: upstream bytes are decoded, split into SSE
+ * events (WHATWG rules: comments, `retry:` and `id:` lines dropped; each event's `data` and name
+ * count), and handed one by one to the format's state machine, whose texts go to the client.
+ * An event larger than the proxy accepts ends the stream (the parser is bounded by the same limit,
+ * so it never drops part of an event and reads on); so does the machine's `stop`. If the
+ * upstream fails or the client leaves first, the calls held so far are still ruled and recorded
+ * (none is released).
+ */
+import * as Sse from "@effect/experimental/Sse"
+import { Effect, Stream } from "effect"
+import type { AuditWriteError } from "../../../layers/AuditSink.js"
+
+/** What the gate sends next; `stop` once the stream is over for the client. */
+export interface SseStep {
+  readonly out: ReadonlyArray<string>
+  readonly stop: boolean
+}
+
+/** A format's per-stream gate, as the loop drives it. */
+export interface SseMachine {
+  /** one event's data (what an SSE client dispatches) and its name (`message` when none was given) */
+  readonly onData: (data: string, name: string) => Effect.Effect<SseStep, AuditWriteError>
+  /** an event larger than `limit`: the stream ends here */
+  readonly overflow: (limit: number) => Effect.Effect<SseStep, AuditWriteError>
+  /** the upstream stream ended: what to send last (an error when it ended too early) */
+  readonly end: Effect.Effect<ReadonlyArray<string>, AuditWriteError>
+  /** the stream ends early (the upstream failed, the client left): record what is held, release nothing */
+  readonly abandon: Effect.Effect<void, AuditWriteError>
+  /** false once the stream ended for the client */
+  readonly open: () => boolean
+}
+
+export interface DriveOptions {
+  /** one event larger than this (`proxy.max_answer_bytes`, counted in UTF-16 units) ends the stream */
+  readonly maxEventSize?: number
+  /** the request id, for the log line of a record lost when the client left */
+  readonly requestId?: string
+}
+
+/** Upstream SSE bytes → the texts the machine writes, in order. */
+export const driveSse = <E>(
+  upstream: Stream.Stream<Uint8Array, E>,
+  machine: SseMachine,
+  opts: DriveOptions
+): Stream.Stream<string, E | AuditWriteError> =>
+  Stream.suspend(() => {
+    const events: Array<{ readonly data: string; readonly name: string }> = []
+    const limit = opts.maxEventSize ?? Number.MAX_SAFE_INTEGER
+    // the parser reports an event (with the line it is reading) that grows past the limit
+    const parser = Sse.makeParser(
+      (ev) => {
+        if (ev._tag === "Event") events.push({ data: ev.data, name: ev.event })
+      },
+      { maxEventSize: limit }
+    )
+    let stop = false
+    const body = upstream.pipe(
+      Stream.decodeText(),
+      Stream.mapEffect((text) =>
+        Effect.gen(function* () {
+          const tooLarge = parser.feed(text) !== undefined
+          const out: Array<string> = []
+          for (const ev of events.splice(0)) {
+            const r = ev.data.length > limit ? yield* machine.overflow(limit) : yield* machine.onData(ev.data, ev.name)
+            out.push(...r.out)
+            if (r.stop) {
+              stop = true
+              return out
+            }
+          }
+          if (tooLarge) {
+            stop = true
+            out.push(...(yield* machine.overflow(limit)).out)
+          }
+          return out
+        })
+      ),
+      Stream.takeUntil(() => stop),
+      Stream.flattenIterables,
+      // an upstream failure: what is held is recorded, then the failure (the route writes its error event)
+      Stream.catchAll((e) => Stream.execute(machine.abandon).pipe(Stream.concat(Stream.fail(e))))
+    )
+    return Stream.concat(body, Stream.fromIterableEffect(machine.end)).pipe(
+      // the client left: the held calls are recorded all the same, by a fiber the interruption does not reach
+      Stream.ensuring(
+        Effect.suspend(() =>
+          machine.open()
+            ? Effect.asVoid(
+                Effect.forkDaemon(
+                  machine.abandon.pipe(
+                    Effect.catchAll((e) =>
+                      Effect.logError(`audit: the client left; its held calls could not be recorded: ${e.file}: ${e.reason}`).pipe(
+                        Effect.annotateLogs({ request_id: opts.requestId ?? "" })
+                      )
+                    )
+                  )
+                )
+              )
+            : Effect.void
+        )
+      )
+    )
+  })
