@@ -62,8 +62,35 @@ const TOOLS = [
   }
 ]
 
-const body = (model: string, stream: boolean) =>
-  JSON.stringify({ model, stream, messages: [{ role: "user", content: "show me the reports" }], tools: TOOLS, max_tokens: 64 })
+const PROMPT = "show me the reports"
+const fn = TOOLS[0]!.function
+
+/** one gated route: its path and a request body in its wire format (the same question and tool) */
+interface Route {
+  readonly name: string
+  readonly path: string
+  readonly body: (model: string, stream: boolean) => string
+}
+
+const ROUTES: ReadonlyArray<Route> = [
+  {
+    name: "chat",
+    path: "/v1/chat/completions",
+    body: (model, stream) => JSON.stringify({ model, stream, messages: [{ role: "user", content: PROMPT }], tools: TOOLS, max_tokens: 64 })
+  },
+  {
+    name: "responses",
+    path: "/v1/responses",
+    body: (model, stream) =>
+      JSON.stringify({ model, stream, input: PROMPT, tools: [{ type: "function", name: fn.name, description: fn.description, parameters: fn.parameters }], max_output_tokens: 64 })
+  },
+  {
+    name: "messages",
+    path: "/v1/messages",
+    body: (model, stream) =>
+      JSON.stringify({ model, stream, max_tokens: 64, messages: [{ role: "user", content: PROMPT }], tools: [{ name: fn.name, description: fn.description, input_schema: fn.parameters }] })
+  }
+]
 
 const percentile = (xs: Array<number>, p: number) => {
   const s = [...xs].sort((a, b) => a - b)
@@ -90,6 +117,8 @@ const load = async (pool: Pool, pathname: string, payload: string, n: number, co
 
 interface Row {
   mode: string
+  route: string
+  stream: boolean
   unloadedAdded: number
   directP50: number
   directP99: number
@@ -110,25 +139,32 @@ const main = async () => {
   const viaProxy = new Pool(proxy.match[1]!, { connections: CONCURRENCY })
   const rows: Array<Row> = []
   try {
-    for (const [mode, stream] of [["JSON, one tool call", false], ["SSE, one tool call (gated)", true]] as const) {
-      await load(direct, "/v1/chat/completions", body("qwen3.8-27b", stream), WARMUP)
-      await load(viaProxy, "/v1/chat/completions", body("qwen3.8-27b@enforce:allow-all", stream), WARMUP)
-      const d = await load(direct, "/v1/chat/completions", body("qwen3.8-27b", stream), REQUESTS)
-      const before = cpuTicks(proxy.proc.pid!)
-      const p = await load(viaProxy, "/v1/chat/completions", body("qwen3.8-27b@enforce:allow-all", stream), REQUESTS)
-      const ticks = cpuTicks(proxy.proc.pid!) - before
-      // one request at a time: the latency the proxy adds when nothing queues
-      const d1 = await load(direct, "/v1/chat/completions", body("qwen3.8-27b", stream), UNLOADED, 1)
-      const p1 = await load(viaProxy, "/v1/chat/completions", body("qwen3.8-27b@enforce:allow-all", stream), UNLOADED, 1)
-      rows.push({
-        mode,
-        unloadedAdded: percentile(p1, 50) - percentile(d1, 50),
-        directP50: percentile(d, 50),
-        directP99: percentile(d, 99),
-        proxyP50: percentile(p, 50),
-        proxyP99: percentile(p, 99),
-        cpuMs: (ticks / TICKS_PER_SECOND / REQUESTS) * 1000
-      })
+    for (const [kind, stream] of [["JSON, one tool call", false], ["SSE, one tool call (gated)", true]] as const) {
+      for (const route of ROUTES) {
+        const mode = `${route.path} ${kind}`
+        const plain = route.body("qwen3.8-27b", stream)
+        const gated = route.body("qwen3.8-27b@enforce:allow-all", stream)
+        await load(direct, route.path, plain, WARMUP)
+        await load(viaProxy, route.path, gated, WARMUP)
+        const d = await load(direct, route.path, plain, REQUESTS)
+        const before = cpuTicks(proxy.proc.pid!)
+        const p = await load(viaProxy, route.path, gated, REQUESTS)
+        const ticks = cpuTicks(proxy.proc.pid!) - before
+        // one request at a time: the latency the proxy adds when nothing queues
+        const d1 = await load(direct, route.path, plain, UNLOADED, 1)
+        const p1 = await load(viaProxy, route.path, gated, UNLOADED, 1)
+        rows.push({
+          mode,
+          route: route.name,
+          stream,
+          unloadedAdded: percentile(p1, 50) - percentile(d1, 50),
+          directP50: percentile(d, 50),
+          directP99: percentile(d, 99),
+          proxyP50: percentile(p, 50),
+          proxyP99: percentile(p, 99),
+          cpuMs: (ticks / TICKS_PER_SECOND / REQUESTS) * 1000
+        })
+      }
     }
   } finally {
     await direct.close()
@@ -137,12 +173,17 @@ const main = async () => {
     fake.proc.kill("SIGTERM")
   }
   const f = (x: number) => x.toFixed(2)
+  // each format's proxy CPU next to the chat route's, same transport, same run
+  const vsChat = (r: Row) => {
+    const chat = rows.find((x) => x.route === "chat" && x.stream === r.stream)
+    return chat === undefined || r.route === "chat" ? "—" : `${((r.cpuMs / chat.cpuMs) * 100).toFixed(0)} %`
+  }
   const table = [
-    "| mode | proxy CPU / request | added p50, one at a time | direct p50 | direct p99 | via proxy p50 | via proxy p99 | added p50 | added p99 |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "| mode | proxy CPU / request | CPU vs chat | added p50, one at a time | direct p50 | direct p99 | via proxy p50 | via proxy p99 | added p50 | added p99 |",
+    "|---|---|---|---|---|---|---|---|---|---|",
     ...rows.map(
       (r) =>
-        `| ${r.mode} | ${f(r.cpuMs)} ms | ${f(r.unloadedAdded)} ms | ${f(r.directP50)} ms | ${f(r.directP99)} ms | ${f(r.proxyP50)} ms | ${f(r.proxyP99)} ms | ${f(r.proxyP50 - r.directP50)} ms | ${f(r.proxyP99 - r.directP99)} ms |`
+        `| ${r.mode} | ${f(r.cpuMs)} ms | ${vsChat(r)} | ${f(r.unloadedAdded)} ms | ${f(r.directP50)} ms | ${f(r.directP99)} ms | ${f(r.proxyP50)} ms | ${f(r.proxyP99)} ms | ${f(r.proxyP50 - r.directP50)} ms | ${f(r.proxyP99 - r.directP99)} ms |`
     )
   ].join("\n")
   const section = [
