@@ -23,7 +23,7 @@ import { type ProxyErrorCode, ProxyError } from "./errors.js"
 import { fromUpstreamError, readAll, relay } from "./forward.js"
 import { observedUpstream } from "./observe.js"
 import type { RequestMeta } from "./request-meta.js"
-import type { InvalidAnswer } from "./wire/json-answer.js"
+import type { GatedText, InvalidAnswer } from "./wire/json-answer.js"
 
 export class CurrentRequest extends Context.Tag("vetobench/CurrentRequest")<CurrentRequest, RequestMeta>() {}
 
@@ -57,7 +57,7 @@ export interface WireFormat {
     request: GateRequest,
     text: string,
     partial: PartialRefusal
-  ) => Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer>
+  ) => Effect.Effect<GatedText, AuditWriteError | InvalidAnswer>
   /** a logged arm's event stream: the gated SSE text */
   readonly gateStream: <E>(upstream: Stream.Stream<Uint8Array, E>, opts: StreamGateOptions) => Stream.Stream<string, E | AuditWriteError>
   /** an error body in the shape this format's clients read */
@@ -107,6 +107,21 @@ const countingGate = (gate: GateShape, rec: AccessRecord): GateShape => ({
     })
 })
 
+/**
+ * the gate, noting the audit record (seq) of every call ruled deny or hold: a buffered answer names them in
+ * `x-vetobench-record: <run>,<seq>[,<seq>…]`, for `vetobench audit prove <run>.jsonl --record <seq>` later
+ */
+const notingGate = (gate: GateShape, seqs: Array<number>): GateShape => ({
+  ruleChoice: (req, choiceIndex, toolCalls) =>
+    Effect.map(gate.ruleChoice(req, choiceIndex, toolCalls), (rulings) => {
+      for (const r of rulings) if ((r.effective === "deny" || r.effective === "hold") && r.seq !== undefined) seqs.push(r.seq)
+      return rulings
+    })
+})
+
+const recordHeader = (runId: string | null, seqs: ReadonlyArray<number>): Record<string, string> =>
+  seqs.length === 0 ? {} : { "x-vetobench-record": [runId ?? "adhoc", ...seqs].join(",") }
+
 const auditFailed = (e: AuditWriteError) =>
   new ProxyError({ code: "audit_write_failed", message: `audit write failed, call not released: ${e.file}: ${e.reason}` })
 
@@ -149,10 +164,14 @@ export const gatedRoute = (format: WireFormat) =>
         if (!stream || res.status >= 300) {
           const text = yield* readAll(res, release)
           if (res.status >= 300 || route.arm === "passthrough") return relay(res.status, res.contentType, text, {}, format.upstreamError)
-          const gated = yield* format.gateText(gate, request, text, partial).pipe(
+          const seqs: Array<number> = []
+          const gated = yield* format.gateText(notingGate(gate, seqs), request, text, partial).pipe(
             Effect.mapError((e) => (e._tag === "InvalidAnswer" ? invalidAnswerError(e.message) : auditFailed(e)))
           )
-          return HttpServerResponse.text(gated.text, { contentType: "application/json", headers: { "x-vetobench-blocked": String(gated.blocked) } })
+          return HttpServerResponse.text(gated.text, {
+            contentType: "application/json",
+            headers: { "x-vetobench-blocked": String(gated.blocked), ...recordHeader(meta.runId, seqs) }
+          })
         }
         if (route.arm === "passthrough") {
           return HttpServerResponse.stream(res.stream.pipe(Stream.ensuring(release)), { contentType: res.contentType, headers: SSE_HEADERS })

@@ -12,7 +12,7 @@ import { isObject } from "../../domain/is-object.js"
 import { errorBody } from "../errors.js"
 import { callsIn, mayCarryCalls } from "./chat.js"
 import { parseJsonText } from "./json-answer.js"
-import { driveSse, type SseStep } from "./sse-driver.js"
+import { driveSse, type SseStep, streamEndings } from "./sse-driver.js"
 
 interface PendingCall {
   id: string | null
@@ -237,23 +237,9 @@ export const makeSseGate = (opts: SseGateOptions) => {
     }
   }
 
-  /** the upstream stream ended: without `[DONE]` that is an error, never a made-up finish */
-  const end: Effect.Effect<ReadonlyArray<string>, AuditWriteError> = Effect.suspend(() =>
-    done || stopped ? Effect.succeed([]) : Effect.map(fail("the upstream stream ended before [DONE]"), (s) => s.out)
-  )
-
-  /** the stream ends early (the upstream failed, the client left): record what is held, release nothing */
-  const abandon: Effect.Effect<void, AuditWriteError> = Effect.suspend(() => {
-    if (done || stopped) return Effect.void
-    stopped = true
-    return Effect.asVoid(settleAll)
-  })
-
-  /** an event larger than the proxy accepts: the stream ends here */
-  const overflow = (limit: number): Effect.Effect<SseStep, AuditWriteError> =>
-    stopped || done ? Effect.succeed(step([])) : fail(`an event of the upstream stream is larger than ${limit} bytes (proxy.max_answer_bytes)`)
-
-  return { onData, end, abandon, overflow, open: () => !done && !stopped, blocked: () => blocked }
+  const over = () => done || stopped
+  const endings = streamEndings({ over, stop: () => (stopped = true), fail, recordHeld: settleAll, last: "[DONE]" })
+  return { onData, ...endings, open: () => !over(), blocked: () => blocked }
 }
 
 /** add one tool-call delta to its call (by `index`); why it cannot be read, or null */

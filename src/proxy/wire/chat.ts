@@ -15,7 +15,7 @@ import type { AuditWriteError } from "../../../layers/AuditSink.js"
 import { isObject } from "../../domain/is-object.js"
 import { type PartialRefusal, refusalNotes, withNotes } from "../../domain/refusal.js"
 import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.js"
-import { InvalidAnswer, parseJsonText } from "./json-answer.js"
+import { answerObject, type GatedText, InvalidAnswer } from "./json-answer.js"
 
 /**
  * False only when no JSON parser can find a key named `tool_calls` or `function_call` in `text`:
@@ -144,12 +144,10 @@ export const gateChatText = (
   text: string,
   partial: PartialRefusal,
   options: { readonly fastPath?: boolean } = {}
-): Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer> =>
-  Effect.suspend((): Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer> => {
-    const parsed = parseJsonText(text, "the upstream answer")
-    if ("problem" in parsed) return Effect.fail(new InvalidAnswer({ message: parsed.problem }))
-    const answer = parsed.value
-    if (!isObject(answer)) return Effect.fail(new InvalidAnswer({ message: "the upstream answer is not a JSON object" }))
+): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> =>
+  Effect.suspend((): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> => {
+    const answer = answerObject(text)
+    if (answer instanceof InvalidAnswer) return Effect.fail(answer)
     const choices = choicesWithCalls(answer)
     if (typeof choices === "string") return Effect.fail(new InvalidAnswer({ message: `the upstream answer's ${choices}` }))
     if (options.fastPath !== false && !mayCarryCalls(text)) return Effect.succeed({ text, blocked: 0 })

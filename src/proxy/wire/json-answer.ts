@@ -3,6 +3,7 @@
  * and the error for a 200 answer the gate cannot rule on.
  */
 import { Data } from "effect"
+import { isObject } from "../../domain/is-object.js"
 import { jsonTextDepth, MAX_JSON_DEPTH, tooDeep } from "../../domain/json-depth.js"
 
 /** A parsed JSON text, or why it cannot be read (not JSON, nested too deep). */
@@ -17,3 +18,16 @@ export const parseJsonText = (text: string, what: string): { readonly value: unk
 
 /** A 200 answer the gate cannot rule on; the route answers 502 `upstream_invalid_response`. */
 export class InvalidAnswer extends Data.TaggedError("InvalidAnswer")<{ readonly message: string }> {}
+
+/** What a format's buffered gate returns: the text the client gets and how many calls were removed. */
+export interface GatedText {
+  readonly text: string
+  readonly blocked: number
+}
+
+/** A 200 answer as the JSON object the gate rules on, or why it is not one. */
+export const answerObject = (text: string): Record<string, unknown> | InvalidAnswer => {
+  const parsed = parseJsonText(text, "the upstream answer")
+  if ("problem" in parsed) return new InvalidAnswer({ message: parsed.problem })
+  return isObject(parsed.value) ? parsed.value : new InvalidAnswer({ message: "the upstream answer is not a JSON object" })
+}

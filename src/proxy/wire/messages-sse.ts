@@ -18,7 +18,7 @@ import { refusalNotes } from "../../domain/refusal.js"
 import { blockedNotes } from "../../gate/Gate.js"
 import type { StreamGateOptions } from "../gated-route.js"
 import { parseJsonText } from "./json-answer.js"
-import { driveSse, type SseStep } from "./sse-driver.js"
+import { driveSse, type SseStep, streamEndings } from "./sse-driver.js"
 import { messagesErrorEvent, messagesEvent, toolUseCall, toolUseProblem } from "./messages.js"
 
 /** A tool_use block held until the turn's calls are ruled. */
@@ -289,23 +289,9 @@ export const makeMessagesGate = (opts: StreamGateOptions) => {
     }
   }
 
-  /** the upstream stream ended: without message_stop that is an error, never a made-up end */
-  const end: Effect.Effect<ReadonlyArray<string>, AuditWriteError> = Effect.suspend(() =>
-    done || stopped ? Effect.succeed([]) : Effect.map(fail("the upstream stream ended before message_stop"), (s) => s.out)
-  )
-
-  /** the stream ends early (the upstream failed, the client left): record what is held, release nothing */
-  const abandon: Effect.Effect<void, AuditWriteError> = Effect.suspend(() => {
-    if (done || stopped) return Effect.void
-    stopped = true
-    return recordHeld
-  })
-
-  /** an event larger than the proxy accepts: the stream ends here */
-  const overflow = (limit: number): Effect.Effect<SseStep, AuditWriteError> =>
-    stopped || done ? Effect.succeed(step([])) : fail(`an event of the upstream stream is larger than ${limit} bytes (proxy.max_answer_bytes)`)
-
-  return { onData, end, abandon, overflow, open: () => !done && !stopped, blocked: () => blocked }
+  const over = () => done || stopped
+  const endings = streamEndings({ over, stop: () => (stopped = true), fail, recordHeld, last: "message_stop" })
+  return { onData, ...endings, open: () => !over(), blocked: () => blocked }
 }
 
 /**

@@ -19,7 +19,7 @@ import { redactUrlsIn } from "../../domain/redact-url.js"
 import { type PartialRefusal, refusalNotes } from "../../domain/refusal.js"
 import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.js"
 import { type ProxyErrorCode, ProxyError } from "../errors.js"
-import { InvalidAnswer, parseJsonText } from "./json-answer.js"
+import { answerObject, type GatedText, InvalidAnswer } from "./json-answer.js"
 
 /** A `tool_use` block as the gate reads it: where it is in `content`, and the call in the chat call shape. */
 export interface ToolUse {
@@ -108,12 +108,10 @@ export const gateMessagesText = (
   req: GateRequest,
   text: string,
   partial: PartialRefusal
-): Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer> =>
-  Effect.suspend((): Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer> => {
-    const parsed = parseJsonText(text, "the upstream answer")
-    if ("problem" in parsed) return Effect.fail(new InvalidAnswer({ message: parsed.problem }))
-    const answer = parsed.value
-    if (!isObject(answer)) return Effect.fail(new InvalidAnswer({ message: "the upstream answer is not a JSON object" }))
+): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> =>
+  Effect.suspend((): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> => {
+    const answer = answerObject(text)
+    if (answer instanceof InvalidAnswer) return Effect.fail(answer)
     const uses = toolUsesIn(answer.content)
     if (typeof uses === "string") return Effect.fail(new InvalidAnswer({ message: `the upstream answer's ${uses}` }))
     if (uses.length === 0) return Effect.succeed({ text: JSON.stringify(answer), blocked: 0 })

@@ -36,7 +36,7 @@ import {
   noteText,
   textField
 } from "./responses.js"
-import { driveSse, type SseStep } from "./sse-driver.js"
+import { driveSse, type SseStep, streamEndings } from "./sse-driver.js"
 
 /** One SSE event of this format. */
 export const responsesFrame = (type: string, data: string) => `event: ${type}\ndata: ${data}\n\n`
@@ -270,22 +270,9 @@ export const makeResponsesSseGate = (opts: StreamGateOptions) => {
     return step([emit({ ...event, output_index: mine })])
   }
 
-  /** the upstream stream ended: before its last event that is an error, never a made-up completion */
-  const end: Effect.Effect<ReadonlyArray<string>, AuditWriteError> = Effect.suspend(() =>
-    done || stopped ? Effect.succeed([]) : Effect.map(fail("the upstream stream ended before response.completed"), (s) => s.out)
-  )
-
-  /** the stream ends early (the upstream failed, the client left): record what is held, release nothing */
-  const abandon: Effect.Effect<void, AuditWriteError> = Effect.suspend(() => {
-    if (done || stopped) return Effect.void
-    stopped = true
-    return Effect.asVoid(rule)
-  })
-
-  const overflow = (limit: number): Effect.Effect<SseStep, AuditWriteError> =>
-    stopped || done ? step([]) : fail(`an event of the upstream stream is larger than ${limit} bytes (proxy.max_answer_bytes)`)
-
-  return { onData, end, abandon, overflow, open: () => !done && !stopped, blocked: () => blocked }
+  const over = () => done || stopped
+  const endings = streamEndings({ over, stop: () => (stopped = true), fail, recordHeld: rule, last: "response.completed" })
+  return { onData, ...endings, open: () => !over(), blocked: () => blocked }
 }
 
 /** Upstream Responses SSE bytes → gated SSE text. */

@@ -21,7 +21,7 @@ import { isObject } from "../../domain/is-object.js"
 import { applyModelDefaults } from "../../domain/normalise.js"
 import { type PartialRefusal, refusalNotes } from "../../domain/refusal.js"
 import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.js"
-import { InvalidAnswer, parseJsonText } from "./json-answer.js"
+import { answerObject, type GatedText, InvalidAnswer } from "./json-answer.js"
 
 /** The built-in tools a client executes, and the item fields that make their arguments. */
 export const ACTION_FIELDS = {
@@ -191,12 +191,10 @@ export const gateResponsesText = (
   req: GateRequest,
   text: string,
   partial: PartialRefusal
-): Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer> =>
-  Effect.suspend((): Effect.Effect<{ readonly text: string; readonly blocked: number }, AuditWriteError | InvalidAnswer> => {
-    const parsed = parseJsonText(text, "the upstream answer")
-    if ("problem" in parsed) return Effect.fail(new InvalidAnswer({ message: parsed.problem }))
-    const answer = parsed.value
-    if (!isObject(answer)) return Effect.fail(new InvalidAnswer({ message: "the upstream answer is not a JSON object" }))
+): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> =>
+  Effect.suspend((): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> => {
+    const answer = answerObject(text)
+    if (answer instanceof InvalidAnswer) return Effect.fail(answer)
     const found = callItemsOf(answer)
     if (typeof found === "string") return Effect.fail(new InvalidAnswer({ message: `the upstream answer's ${found}` }))
     if (found.length === 0) return Effect.succeed({ text: JSON.stringify(answer), blocked: 0 })

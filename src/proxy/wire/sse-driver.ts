@@ -31,6 +31,33 @@ export interface SseMachine {
   readonly open: () => boolean
 }
 
+/** What a machine tells {@link streamEndings} about itself. */
+export interface MachineState {
+  /** the stream already ended for the client (its last event or an error event was written) */
+  readonly over: () => boolean
+  /** mark it ended without writing anything (the client is gone) */
+  readonly stop: () => void
+  /** end it with an error event, recording what is held first */
+  readonly fail: (message: string) => Effect.Effect<SseStep, AuditWriteError>
+  /** rule and record the calls held now, releasing none */
+  readonly recordHeld: Effect.Effect<unknown, AuditWriteError>
+  /** the event a complete stream ends with (`[DONE]`, `response.completed`, `message_stop`) */
+  readonly last: string
+}
+
+/** The three ways a stream ends other than by its last event, the same for every format. */
+export const streamEndings = (m: MachineState): Pick<SseMachine, "end" | "abandon" | "overflow"> => ({
+  // the upstream stream ended before its last event: an error, never a made-up finish
+  end: Effect.suspend(() => (m.over() ? Effect.succeed([]) : Effect.map(m.fail(`the upstream stream ended before ${m.last}`), (s) => s.out))),
+  abandon: Effect.suspend(() => {
+    if (m.over()) return Effect.void
+    m.stop()
+    return Effect.asVoid(m.recordHeld)
+  }),
+  overflow: (limit) =>
+    m.over() ? Effect.succeed({ out: [], stop: false }) : m.fail(`an event of the upstream stream is larger than ${limit} bytes (proxy.max_answer_bytes)`)
+})
+
 export interface DriveOptions {
   /** one event larger than this (`proxy.max_answer_bytes`, counted in UTF-16 units) ends the stream */
   readonly maxEventSize?: number
