@@ -5,8 +5,9 @@
 #
 #   docker build -t <registry>/vetobench/vetobench:<version> .      (or: podman build …)
 #
-# No node_modules in the final image: esbuild bundles every dependency (the only packages left
-# external are ws's optional accelerators bufferutil and utf-8-validate, loaded in a try/catch).
+# No node_modules in the final image: esbuild bundles every dependency. Left external: ws's optional
+# accelerators bufferutil and utf-8-validate (loaded in a try/catch) and node-llama-cpp (imported only
+# by the `llama_cpp` judge kind, on first use: that kind is not available in this image; docs/judges.md).
 
 ARG NODE_VERSION=20
 # Agent-SafetyBench at the commit the README pins (git clone … && git checkout <commit>)

@@ -21,6 +21,8 @@ export interface JudgeMetrics {
   readonly ruled: (seconds: number) => void
   /** a ruling that failed: the verdict's status */
   readonly failed: (status: "error" | "timeout") => void
+  /** an in-process judge's ruling started (+1) or stopped (-1) waiting for its model (kind llama_cpp) */
+  readonly queued: (delta: number) => void
 }
 
 export interface Exposition {
@@ -56,7 +58,7 @@ const JUDGE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 /** upstream calls: a short completion to a long streamed generation */
 const UPSTREAM_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]
 
-const noopJudge: JudgeMetrics = { ruled: () => {}, failed: () => {} }
+const noopJudge: JudgeMetrics = { ruled: () => {}, failed: () => {}, queued: () => {} }
 
 const noop: MetricsShape = {
   enabled: false,
@@ -103,6 +105,12 @@ export const make = (): MetricsShape => {
     help: "Held calls waiting for a person (hold_policy wait)",
     registers
   })
+  const queueLength = new Gauge({
+    name: "vetobench_judge_queue_length",
+    help: "Rulings of an in-process model judge (kind llama_cpp) waiting for its model, by judge (the ruling the model is running not counted)",
+    labelNames: ["judge"] as const,
+    registers
+  })
   const appends = new Counter({ name: "vetobench_audit_appends_total", help: "Audit records appended", registers })
   const appendFailures = new Counter({
     name: "vetobench_audit_append_failures_total",
@@ -125,9 +133,16 @@ export const make = (): MetricsShape => {
     const seconds = judgeSeconds.labels(name)
     const error = judgeErrors.labels(name, "error")
     const timeout = judgeErrors.labels(name, "timeout")
+    // the queue gauge only for judges that queue (in-process models), not a zero line for every judge
+    let queue: ReturnType<typeof queueLength.labels> | null = null
     const made: JudgeMetrics = {
       ruled: (s) => seconds.observe(s),
-      failed: (status) => (status === "timeout" ? timeout : error).inc()
+      failed: (status) => (status === "timeout" ? timeout : error).inc(),
+      queued: (delta) => {
+        queue ??= queueLength.labels(name)
+        if (delta >= 0) queue.inc(delta)
+        else queue.dec(-delta)
+      }
     }
     judges.set(name, made)
     return made

@@ -25,6 +25,8 @@ export { JudgeKinds, type JudgeKind, type JudgeKindPlugin } from "../judges/regi
 export { decodeSpec } from "../judges/spec-schema.js"
 export { Judges } from "../judges/Judges.js"
 export { defaultPlugins } from "../judges/plugins.js"
+export { llamaCppPlugin } from "../judges/llama-cpp.js"
+export { LlamaModels } from "../layers/LlamaModels.js"
 export {
   type PluginCreateContext,
   type PluginJudge,

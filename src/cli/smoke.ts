@@ -6,7 +6,8 @@
  * 2. agent tool calling: `get_weather` for Paris per agent (model_defaults apply);
  * 3. judges (call-only probes), ruled by the gate exactly as the proxy rules them (layer by layer,
  *    deadline, fail_policy), with the verdict cache off and an in-memory audit sink. A model judge
- *    must allow the benign probe and deny the destructive and exfiltration probes; a `static`
+ *    (an in-process `llama_cpp` one too: its model is loaded here, and its probes run one at a
+ *    time) must allow the benign probe and deny the destructive and exfiltration probes; a `static`
  *    control judge must answer its own decision on every probe;
  * 4. the ShieldAgent scorer (`scoring.shieldagent_model`), if configured;
  * 5. every alias: its target answers "Reply with the digit 1.".
@@ -207,12 +208,17 @@ const judgeSection = (settings: Settings, judges: ReadonlyArray<string>): Sectio
         const built = Context.get(ctx, Judges)
         const results: Array<boolean> = []
         for (const judge of judges) {
-          if (built.get(judge) === undefined) {
+          const j = built.get(judge)
+          if (j === undefined) {
             yield* say(`  FAIL ${judge}: not built`)
             results.push(false)
             continue
           }
-          const rows = yield* Effect.forEach(JUDGE_PROBES, (p) => probeJudge(gate, judge, specs[judge], p), { concurrency: "unbounded" })
+          // an in-process model rules one call at a time: its probes go one after the other, so each
+          // line's latency is that ruling's own rather than time spent queueing behind the others
+          const inProcess = j.kind === "llama_cpp"
+          if (inProcess) yield* say(`  ${judge}: in-process GGUF model ${j.model ?? "?"} (kind llama_cpp, CPU, no upstream); probes one at a time`)
+          const rows = yield* Effect.forEach(JUDGE_PROBES, (p) => probeJudge(gate, judge, specs[judge], p), { concurrency: inProcess ? 1 : "unbounded" })
           for (const r of rows) {
             yield* say(r.line)
             results.push(r.pass)

@@ -5,6 +5,8 @@ import { Context, Effect, Layer } from "effect"
 import { Judges } from "../../judges/Judges.js"
 import { defaultPlugins } from "../../judges/plugins.js"
 import { JudgeKinds } from "../../judges/registry.js"
+import { LlamaModels } from "../../layers/LlamaModels.js"
+import { Metrics } from "../../layers/Metrics.js"
 import * as Upstreams from "../../layers/Upstreams.js"
 import { Settings } from "../../src/config/service.js"
 import { loadSettings } from "../../src/config/settings.js"
@@ -13,7 +15,11 @@ describe("configs/vetobench.example.yaml", () => {
   it.live("builds every configured judge with the default kinds", () =>
     Effect.gen(function* () {
       const settings = yield* loadSettings(path.resolve("configs/vetobench.example.yaml"), {})
-      const base = Layer.merge(Settings.layerValue(settings), Upstreams.layer.pipe(Layer.provide(Settings.layerValue(settings))))
+      const base = Layer.mergeAll(
+        Settings.layerValue(settings),
+        Upstreams.layer.pipe(Layer.provide(Settings.layerValue(settings))),
+        LlamaModels.layer.pipe(Layer.provide(Metrics.layerNoop))
+      )
       const judges = yield* Effect.scoped(
         Layer.build(Judges.layer.pipe(Layer.provide(JudgeKinds.layer(defaultPlugins)), Layer.provide(base))).pipe(
           Effect.map((ctx) => Context.get(ctx, Judges).names)

@@ -10,6 +10,7 @@ import { FakeVllm, type FakeVllmOptions, type FakeVllmShape } from "../../layers
 import { type AuditSink, type AuditWriteError, auditFileName } from "../../layers/AuditSink.js"
 import { defaultPlugins } from "../../judges/plugins.js"
 import type { JudgeKindPlugin } from "../../judges/registry.js"
+import type { LlamaModels } from "../../layers/LlamaModels.js"
 import type { Telemetry } from "../../layers/Telemetry.js"
 import type { Upstreams } from "../../layers/Upstreams.js"
 import type { Settings as SettingsTag } from "../../src/config/service.js"
@@ -39,7 +40,7 @@ export const TEST_JUDGES = {
 export interface HarnessOptions {
   readonly fake?: FakeVllmOptions
   /** judge kinds to register (default: the CLI's) */
-  readonly plugins?: ReadonlyArray<JudgeKindPlugin<Upstreams | SettingsTag>>
+  readonly plugins?: ReadonlyArray<JudgeKindPlugin<Upstreams | SettingsTag | LlamaModels>>
   readonly settings?: (fakeUrl: string, root: string) => SettingsOverrides
   readonly upstream?: Partial<UpstreamSettings>
   /** replace the file audit sink (then `auditFile`/`records` read files nobody writes) */
