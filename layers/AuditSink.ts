@@ -15,6 +15,11 @@
  *   share one `write` + `datasync`; `fsync: always` syncs each record alone, `never` leaves it to the OS).
  *   No append completes before its record is durable. After a failed write the file is re-recovered
  *   from disk on the next append.
+ *   The records of a file are the leaves of an RFC 9162 Merkle tree (leaf entry = a record's `hash`): the
+ *   writer keeps the tree's right edge per file (the roots of its perfect subtrees; O(log n) per append)
+ *   and each checkpoint carries the root at its `seq` and, signed, the same tree head as a C2SP
+ *   checkpoint (src/domain/checkpoint.ts). A file opened in a new process is read once to rebuild the
+ *   edge; reopening a file this sink closed for being idle reuses the edge it kept.
  *   One writer per file: `<file>.lock` (holding the pid) is taken on a run's first open and removed when
  *   the scope closes (it is kept while the file is closed for being idle: the sink may reopen it);
  *   another live process or another `layerFile` instance in this process is refused, and a lock left
@@ -34,6 +39,8 @@ import { readFailure } from "./file-errors.js"
 import type { ChainTip } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
 import { ANCHOR_SCHEMA, makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
+import { EMPTY_EDGE, edgeRoot, type MerkleEdge, MerkleEdgeBuilder } from "../src/domain/merkle.js"
+import { recordHashesOf } from "../src/audit/record-hashes.js"
 import { isRunId, RUN_ID_GRAMMAR, RUN_ID_MAX_LENGTH, runIdProblem } from "../src/domain/run-id.js"
 
 interface AuditErrorFields {
@@ -314,6 +321,9 @@ const appendDurably = (file: string, text: string, sync: boolean): Effect.Effect
     catch: (cause) => new AuditWriteError({ file, reason: `cannot append: ${reasonOf(cause)}`, cause })
   })
 
+/** Why a lock could not be taken: another writer (a live process, or another sink here) holds it. */
+export class LockHeld extends Error {}
+
 /** files this process holds the lock of */
 const heldLocks = new Set<string>()
 
@@ -333,7 +343,7 @@ const pidAlive = (pid: number): boolean => {
 const acquireLock = (file: string): Effect.Effect<void, AuditWriteError> =>
   Effect.tryPromise({
     try: async () => {
-      if (heldLocks.has(file)) throw new Error("another audit sink in this process is writing this file")
+      if (heldLocks.has(file)) throw new LockHeld("another audit sink in this process is writing this file")
       const lock = `${file}.lock`
       for (let attempt = 0; attempt < 2; attempt++) {
         try {
@@ -344,7 +354,7 @@ const acquireLock = (file: string): Effect.Effect<void, AuditWriteError> =>
           if (codeOf(e) !== "EEXIST") throw e
           const pid = Number((await fs.readFile(lock, "utf8").catch(() => "")).trim())
           if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && pidAlive(pid)) {
-            throw new Error(`another process (pid ${pid}) is writing this file; remove ${lock} only if it is gone`)
+            throw new LockHeld(`another process (pid ${pid}) is writing this file; remove ${lock} only if it is gone`)
           }
           await fs.rm(lock, { force: true }) // stale: its writer is gone
         }
@@ -396,6 +406,11 @@ export interface FileSinkOptions {
    * least recently used idle file is closed, after a checkpoint of its uncovered records
    */
   readonly maxOpenFiles?: number
+  /**
+   * keep the Merkle tree (default true): checkpoints carry its root and the signed C2SP checkpoint. false
+   * writes checkpoints as before the tree existed (what `bench/audit --no-tree` measures against)
+   */
+  readonly merkle?: boolean
 }
 
 /** `audit.max_open_files`'s default */
@@ -407,6 +422,8 @@ interface InFlight {
   readonly sealed: ReadonlyArray<Pending>
   /** the file's tip after this batch */
   readonly tip: ChainTip
+  /** the tree's right edge after this batch (null without the tree) */
+  readonly edge: MerkleEdge | null
   /** null once the batch is durable, else why its sync failed */
   readonly synced: Promise<unknown>
 }
@@ -429,13 +446,17 @@ interface FileState {
   /** the last checkpoint is a final one (`final: true`: the file was closed with it) */
   lastFinal: boolean
   /** the newest durable tip whose checkpoint is due and not yet being written */
-  due: ChainTip | null
+  due: TreeTip | null
   /** seq of the newest checkpoint written or due (what "every N records" counts from) */
   scheduled: number
   /** a fiber is writing the file's checkpoints */
   checkpointing: boolean
   handle: FileHandle | null
   tip: ChainTip
+  /** the Merkle tree's right edge after the records up to `tip` (null without the tree); `EMPTY_EDGE` until the file is opened */
+  edge: MerkleEdge | null
+  /** the `hash` of the record the edge ends with ("" for none): the edge is reused on a reopen only when it ends at the file's tip */
+  edgeHead: string
   lastMs: number
   /** appends waiting for the next batch */
   queue: Array<Pending>
@@ -449,6 +470,12 @@ interface FileState {
    * closed for being idle, released on close)
    */
   locked: boolean
+}
+
+/** A chain tip and the tree's right edge at it (null without the tree): what a checkpoint is written of. */
+interface TreeTip {
+  readonly tip: ChainTip
+  readonly edge: MerkleEdge | null
 }
 
 const closeQuietly = (fh: FileHandle): Effect.Effect<void> => Effect.promise(() => fh.close().catch(() => undefined))
@@ -465,6 +492,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
     const every = options.checkpointEvery ?? 100
     const signer = options.signer ?? null
     const maxOpen = options.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES
+    const merkle = options.merkle ?? true
     const root = path.resolve(dir)
     if (!Number.isSafeInteger(maxOpen) || maxOpen < 1) {
       return yield* new AuditWriteError({ file: root, reason: `maxOpenFiles must be an integer of at least 1, got ${maxOpen}` })
@@ -524,6 +552,8 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           checkpointing: false,
           handle: null,
           tip: GENESIS_TIP,
+          edge: merkle ? EMPTY_EDGE : null,
+          edgeHead: "",
           lastMs: 0,
           queue: [],
           writing: false,
@@ -536,6 +566,29 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
 
     const fail = (st: FileState, reason: string, cause?: unknown) =>
       new AuditWriteError({ file: st.file, reason, ...(cause !== undefined ? { cause } : {}) })
+
+    /**
+     * The tree's right edge over every record of the file (read once, when a process opens a file it has
+     * not written): its record count must be the tip's seq, or the tree cannot be continued.
+     */
+    const edgeOfFile = (st: FileState, tip: ChainTip): Effect.Effect<MerkleEdge, AuditWriteError> =>
+      Effect.gen(function* () {
+        if (tip.seq === 0) return EMPTY_EDGE
+        const bytes = yield* Effect.tryPromise({
+          try: () => fs.readFile(st.file),
+          catch: (cause) => fail(st, `cannot read the file to continue its Merkle tree: ${reasonOf(cause)}`, cause)
+        })
+        const hashes = recordHashesOf(bytes)
+        if (!Array.isArray(hashes)) {
+          return yield* fail(st, `record ${hashes.record} is ${hashes.problem}; the Merkle tree cannot be continued (run verify-audit)`)
+        }
+        if (hashes.length !== tip.seq || hashes[hashes.length - 1] !== tip.hash) {
+          return yield* fail(st, `the file holds ${hashes.length} records but its last says seq ${tip.seq}; the Merkle tree cannot be continued (run verify-audit)`)
+        }
+        const b = new MerkleEdgeBuilder()
+        for (const h of hashes) b.appendRecord(h)
+        return b.snapshot()
+      })
 
     const open = (st: FileState) =>
       Effect.gen(function* () {
@@ -558,6 +611,11 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
               : `its checkpoints are signed by key ${last.keyId}, not by the configured key ${signer.key.key_id}`
           )
         }
+        // the tree's edge: kept from an earlier open by this sink when it ends at the same record, else read
+        if (merkle && !(st.edge !== null && st.edge.size === tip.seq && st.edgeHead === (tip.seq === 0 ? "" : tip.hash))) {
+          st.edge = yield* edgeOfFile(st, tip)
+        }
+        st.edgeHead = tip.seq === 0 ? "" : tip.hash
         yield* closeIdle(maxOpen - 1) // room for this one
         const handle = yield* Effect.tryPromise({
           try: () => fs.open(st.file, "a"),
@@ -580,10 +638,17 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
      * verifier then knows the writer closed the file there and no record was cut after it. Otherwise
      * (every N records, `checkpoint()`), nothing when already covered.
      */
-    const writeCheckpoint = (st: FileState, final: boolean, tip: ChainTip = st.tip): Effect.Effect<void, AuditWriteError> =>
+    const writeCheckpoint = (st: FileState, final: boolean, at: TreeTip = { tip: st.tip, edge: st.edge }): Effect.Effect<void, AuditWriteError> =>
       Effect.suspend(() => {
+        const { tip, edge } = at
         if (tip.seq === 0 || tip.seq < st.checkpointed || (tip.seq === st.checkpointed && (!final || st.lastFinal))) return Effect.void
-        const c = makeCheckpoint({ file: path.basename(st.file), seq: tip.seq, head: tip.hash, ts: new Date().toISOString(), final }, signer)
+        if (edge !== null && edge.size !== tip.seq) {
+          return Effect.fail(fail(st, `the Merkle tree holds ${edge.size} records, not the ${tip.seq} to checkpoint (a bug: the checkpoint is not written)`))
+        }
+        const c = makeCheckpoint(
+          { file: path.basename(st.file), seq: tip.seq, head: tip.hash, ts: new Date().toISOString(), final, ...(edge === null ? {} : { root: edgeRoot(edge) }) },
+          signer
+        )
         return appendDurably(st.anchor, JSON.stringify(c) + "\n", fsync !== "never").pipe(
           Effect.map(() => {
             st.checkpointed = c.seq
@@ -599,10 +664,10 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
      * the next (it covers them all). The records are durable already: a failed checkpoint is reported,
      * not turned into a lost append.
      */
-    const scheduleCheckpoint = (st: FileState, tip: ChainTip): Effect.Effect<void> =>
+    const scheduleCheckpoint = (st: FileState, at: TreeTip): Effect.Effect<void> =>
       Effect.suspend(() => {
-        st.due = tip
-        st.scheduled = tip.seq
+        st.due = at
+        st.scheduled = at.tip.seq
         if (st.checkpointing) return Effect.void
         st.checkpointing = true
         const loop = Effect.gen(function* () {
@@ -693,6 +758,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
         const sealed: Array<Pending> = []
         const lines: Array<string> = []
         let tip = st.tip
+        const tree = st.edge === null ? null : new MerkleEdgeBuilder(st.edge)
         const ms = Math.max(Date.now(), st.lastMs)
         const ts = new Date(ms).toISOString()
         for (const p of batch) {
@@ -703,6 +769,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
             p.record = preparedRecord(prepared, at, hash)
             sealed.push(p)
             lines.push(line, "\n")
+            tree?.appendRecord(hash)
             tip = { seq: at.seq, hash, ts }
           } catch (cause) {
             complete(p, Effect.fail(fail(st, `record cannot be hashed: ${reasonOf(cause)}`, cause)))
@@ -717,11 +784,14 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           },
           catch: (cause) => fail(st, `write failed: ${reasonOf(cause)}`, cause)
         })
+        const edge = tree === null ? null : tree.snapshot()
         st.tip = tip
+        st.edge = edge
+        st.edgeHead = tip.hash
         st.lastMs = ms
         // the sync starts now and runs while the next batch is sealed and written
         const synced: Promise<unknown> = fsync === "never" ? Promise.resolve(null) : handle.datasync().then(() => null, (cause: unknown) => cause ?? "fdatasync failed")
-        return { sealed, tip, synced }
+        return { sealed, tip, edge, synced }
       }).pipe(
         Effect.catchAll((e) =>
           Effect.sync(() => {
@@ -740,7 +810,7 @@ export const makeFile = (dir: string, options: FileSinkOptions = {}): Effect.Eff
           for (const p of f.sealed) complete(p, Effect.fail(e))
           return false
         }
-        if (every > 0 && f.tip.seq - st.scheduled >= every) yield* scheduleCheckpoint(st, f.tip)
+        if (every > 0 && f.tip.seq - st.scheduled >= every) yield* scheduleCheckpoint(st, { tip: f.tip, edge: f.edge })
         for (let i = 0; i < f.sealed.length; i++) {
           const p = f.sealed[i]!
           complete(p, Effect.succeed(p.record!))

@@ -9,7 +9,7 @@ import { anchorFileFor } from "../../layers/AuditSink.js"
 import { readShared, verifyChainParallel } from "../../layers/chain-workers.js"
 import { readFailure } from "../../layers/file-errors.js"
 import { AUDIT_SCHEMA } from "../domain/audit-record.js"
-import { verifyAuditChecked, type FileVerification, type WriterLock } from "../domain/audit-verify.js"
+import { type SinceCheckpoint, verifyAuditChecked, type FileVerification, type WriterLock } from "../domain/audit-verify.js"
 import { type CheckpointKey, publicKeyFromPem } from "../domain/checkpoint.js"
 import { isObject } from "../domain/is-object.js"
 
@@ -45,12 +45,40 @@ export const loadPublicKey = (file: string): Effect.Effect<CheckpointKey, AuditI
     )
   )
 
+/** A results manifest found in a log (`type: "manifest"`): its record and how many files it names. */
+export interface ManifestFound {
+  readonly seq: number
+  readonly files: number
+}
+
 export interface FileReport extends FileVerification {
   readonly file: string
   /** the anchor file used, or null */
   readonly anchorFile: string | null
   /** the writer holding the file when it was verified (its lock file), or null */
   readonly writer: WriterLock | null
+  /** the manifest records of the file (`verify-results` checks their files) */
+  readonly manifests: ReadonlyArray<ManifestFound>
+}
+
+const MANIFEST = Buffer.from('"manifest"')
+
+/** The manifest records among `bytes`' lines (only the lines that mention one are parsed). */
+export const manifestsOf = (bytes: Buffer): Array<ManifestFound> => {
+  const found: Array<ManifestFound> = []
+  let lineEnd = -1
+  for (let hit = bytes.indexOf(MANIFEST); hit >= 0; hit = bytes.indexOf(MANIFEST, Math.max(hit + 1, lineEnd + 1))) {
+    const start = bytes.lastIndexOf(10, hit) + 1
+    lineEnd = bytes.indexOf(10, hit)
+    if (lineEnd < 0) break // a torn last line is no record
+    try {
+      const r: unknown = JSON.parse(bytes.toString("utf8", start, lineEnd))
+      if (isObject(r) && r.type === "manifest" && typeof r.seq === "number" && Array.isArray(r.files)) found.push({ seq: r.seq, files: r.files.length })
+    } catch {
+      // not JSON: the chain check says so
+    }
+  }
+  return found
 }
 
 /** `<file>.lock`: where the file's one writer keeps its pid while it holds the file (layers/AuditSink.ts). */
@@ -77,7 +105,12 @@ const writerOf = (file: string): Effect.Effect<WriterLock | null> =>
  * the lock is looked for before and after both: a writer that closes the file (final checkpoint, then
  * lock removed) or opens it while they are read is seen.
  */
-export const verifyFile = (file: string, anchor: string | null, trusted: CheckpointKey | null): Effect.Effect<FileReport, AuditInputError> =>
+export const verifyFile = (
+  file: string,
+  anchor: string | null,
+  trusted: CheckpointKey | null,
+  since: SinceCheckpoint | null = null
+): Effect.Effect<FileReport, AuditInputError> =>
   Effect.gen(function* () {
     const writerBefore = yield* writerOf(file)
     const bytes = yield* Effect.tryPromise({ try: () => readShared(file), catch: (e) => readError(file, e) })
@@ -86,8 +119,8 @@ export const verifyFile = (file: string, anchor: string | null, trusted: Checkpo
     const writer = writerBefore ?? (yield* writerOf(file))
     const hashes: Array<string> = []
     const chain = yield* Effect.promise(() => verifyChainParallel(bytes, hashes))
-    const verified = verifyAuditChecked(path.basename(file), { chain, hashes }, () => linesOf(bytes), anchorText, trusted, writer)
-    return { ...verified, file, anchorFile, writer }
+    const verified = verifyAuditChecked(path.basename(file), { chain, hashes }, () => linesOf(bytes), anchorText, trusted, writer, since)
+    return { ...verified, file, anchorFile, writer, manifests: manifestsOf(bytes) }
   })
 
 // ---------------------------------------------------------------------------------------------
@@ -167,5 +200,9 @@ export const reportLine = (r: FileReport): string => {
   const chain = r.chain.ok ? "chain ok" : `chain: ${r.chain.message}`
   const part = (name: string, c: { status: string; message: string }) =>
     c.status === "ok" ? `${name} ok (${c.message})` : c.status === "failed" ? `${name} FAILED: ${c.message}` : `${name} not checked: ${c.message}`
-  return `${tag} ${r.file}: ${r.records} records – ${chain}; ${part("anchor", r.anchor)}; ${part("signatures", r.signatures)}`
+  const since = r.since === undefined ? "" : `; ${part("since", r.since)}`
+  const m = r.manifests
+  const manifests =
+    m.length === 0 ? "" : `; ${m.length} manifest(s): ${m.map((x) => `record ${x.seq} (${x.files} file${x.files === 1 ? "" : "s"})`).join(", ")} (check them: verify-results)`
+  return `${tag} ${r.file}: ${r.records} records – ${chain}; ${part("anchor", r.anchor)}; ${part("signatures", r.signatures)}${since}${manifests}`
 }

@@ -1,16 +1,24 @@
-/** `vetobench audit keygen | manifest | outcomes | score` — keys, a run's results manifest, outcomes, the five scores. */
+/**
+ * `vetobench audit keygen | manifest | outcomes | prove | verify-receipt | score` — keys, a run's results
+ * manifest, outcomes, inclusion and consistency receipts (and their check without the log), the five scores.
+ */
 import { spawnSync } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
-import { Args, Command, Options } from "@effect/cli"
+import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { AuditSink } from "../../layers/AuditSink.js"
 import { generateKeyFiles } from "../audit/keys.js"
 import { appendManifest } from "../audit/manifest.js"
 import { appendOutcomes } from "../audit/outcomes.js"
+import { readOldCheckpoint } from "../audit/old-checkpoint.js"
+import { proveConsistency, proveRecord } from "../audit/receipt-make.js"
+import { verifyReceipt } from "../audit/receipt-verify.js"
+import { AuditInputError, loadPublicKey } from "../audit/verify-files.js"
 import { signerFromPem } from "../domain/checkpoint.js"
 import { auditScoreCommand } from "./audit-score.js"
 import { cliCommand } from "../shell/hint.js"
+import { readFailure } from "../../layers/file-errors.js"
 import type { FileSinkOptions } from "../../layers/AuditSink.js"
 import { CliFailure, configOption, DEFAULT_CONFIG, settingsFrom, withShownDefault } from "./options.js"
 
@@ -134,10 +142,76 @@ const outcomes = Command.make(
     })
 ).pipe(Command.withDescription("append each call's outcome (blocked, or executed/not_executed from the benchmark results) as later records"))
 
+/** A usage error of a subcommand: one line on stderr, exit 2 (program.ts). */
+const usageError = (command: string, message: string) =>
+  Console.error(`vetobench ${command}: ${message}`).pipe(Effect.zipRight(Effect.fail(ValidationError.invalidArgument(HelpDoc.p(message)))))
+
+const inputFailure = (e: AuditInputError) => new CliFailure({ message: e.message })
+
+const prove = Command.make(
+  "prove",
+  {
+    config: configOption,
+    record: Options.integer("record").pipe(
+      Options.withPseudoName("N"),
+      Options.optional,
+      Options.withDescription("an inclusion receipt of record N (its seq; the N of an x-vetobench-record header) against the latest signed checkpoint")
+    ),
+    from: Options.text("from").pipe(
+      Options.withPseudoName("FILE"),
+      Options.optional,
+      Options.withDescription("a consistency proof from this old checkpoint (C2SP checkpoint, anchor line or receipt) to the latest signed checkpoint")
+    ),
+    anchor: Options.text("anchor").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("the anchor file (default: <name>.anchor.jsonl beside the log)")),
+    out: Options.text("out").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("write the receipt (JSON) to FILE instead of stdout")),
+    file: Args.text({ name: "AUDIT_FILE" }).pipe(Args.withDescription("the log (<audit_dir>/<run id>.jsonl); it is verified first: no proof is made from a log that fails"))
+  },
+  ({ anchor, file, from, out, record }) =>
+    Effect.gen(function* () {
+      if (Option.isSome(record) === Option.isSome(from)) return yield* usageError("audit prove", "give --record N or --from FILE (one of them)")
+      const anchorFile = Option.getOrNull(anchor)
+      const receipt = Option.isSome(record)
+        ? yield* proveRecord(file, record.value, anchorFile).pipe(Effect.mapError(inputFailure))
+        : yield* readOldCheckpoint(Option.getOrThrow(from)).pipe(
+            Effect.flatMap((old) => proveConsistency(file, old, anchorFile)),
+            Effect.mapError(inputFailure)
+          )
+      const text = JSON.stringify(receipt, null, 2) + "\n"
+      if (Option.isNone(out)) return yield* Console.log(text.trimEnd())
+      yield* Effect.try({
+        try: () => writeFileSync(out.value, text),
+        catch: (e) => new CliFailure({ message: `${out.value}: cannot write the receipt: ${e instanceof Error ? e.message : String(e)}` })
+      })
+      const what =
+        receipt.type === "inclusion"
+          ? `inclusion receipt of record ${receipt.leaf_index + 1} in the tree of ${receipt.tree_size} records`
+          : `consistency proof from ${receipt.old_size} to ${receipt.tree_size} records`
+      yield* Console.log(`${what} written to ${out.value}; check it with: ${cliCommand("audit", "verify-receipt", out.value, "--pubkey", "KEY.pub")}`)
+    })
+).pipe(Command.withDescription("write an inclusion receipt of one record, or a consistency proof from an old checkpoint, against the latest signed checkpoint"))
+
+const verifyReceiptCommand = Command.make(
+  "verify-receipt",
+  {
+    config: configOption,
+    pubkey: Options.text("pubkey").pipe(Options.withPseudoName("FILE"), Options.withDescription("the log's public key (PEM): the checkpoint must be signed by it")),
+    receipt: Args.text({ name: "RECEIPT" }).pipe(Args.withDescription("a receipt from audit prove (inclusion or consistency); the log is not needed"))
+  },
+  ({ pubkey, receipt }) =>
+    Effect.gen(function* () {
+      const key = yield* loadPublicKey(pubkey).pipe(Effect.mapError(inputFailure))
+      const text = yield* Effect.either(Effect.try({ try: () => readFileSync(receipt, "utf8"), catch: (e) => new AuditInputError({ file: receipt, reason: readFailure(e) }) }))
+      const verdict = text._tag === "Left" ? { ok: false as const, reason: text.left.reason } : verifyReceipt(text.right, key)
+      if (verdict.ok) return yield* Console.log(`OK      ${receipt}: ${verdict.message}`)
+      yield* Console.log(`FAIL    ${receipt}: ${verdict.reason}`)
+      return yield* new CliFailure({ message: "the receipt did not verify" })
+    })
+).pipe(Command.withDescription("check a receipt from audit prove with the log's public key, without the log; exit 0 OK, 1 FAIL"))
+
 /** The subcommands, in the order help lists them. */
-export const auditSubcommands = [keygen, manifest, outcomes, auditScoreCommand] as const
+export const auditSubcommands = [keygen, manifest, outcomes, prove, verifyReceiptCommand, auditScoreCommand] as const
 
 export const auditCommand = Command.make("audit").pipe(
-  Command.withDescription("audit log tools: keys, outcomes, results manifest, the five scores"),
+  Command.withDescription("audit log tools: keys, outcomes, results manifest, receipts, the five scores"),
   Command.withSubcommands(auditSubcommands)
 )

@@ -23,11 +23,21 @@
  * (the file was closed there, then reopened), or to a checkpoint written before the field existed.
  * Without a trusted key nothing is authenticated: the result is partial at best, and every gap in
  * coverage is "not checked".
+ *
+ * The log is also an RFC 9162 Merkle tree over the records' hashes (./merkle.ts). A checkpoint with a
+ * `root` must carry the root of the tree over the records it covers; a signed one also carries the same
+ * tree head as a C2SP signed checkpoint (`note`), which must say the same (origin, size, root) and be
+ * signed by the checkpoint's key. Checkpoints written before the tree have neither, and verify as before.
+ * With a checkpoint kept elsewhere (`since`: an old C2SP checkpoint, or a receipt's), the file's first
+ * records must still have that checkpoint's root (else the history was rewritten, whatever else was
+ * recomputed and re-signed), and the consistency proof from it to the anchor's latest root must verify.
  */
 import { verifyChain, type VerifyResult } from "./chain-verify.js"
 import { duplicateKey } from "./canonical-line.js"
 import { ANCHOR_SCHEMA, type Checkpoint, type CheckpointKey, signatureValid } from "./checkpoint.js"
 import { isObject } from "./is-object.js"
+import { edgeRoot, MerkleEdgeBuilder, MerkleTree, verifyConsistency } from "./merkle.js"
+import { checkpointSignatureProblem, originFor, originParts, parseSignedCheckpoint, type SignedCheckpoint } from "./tlog-checkpoint.js"
 
 export type CheckStatus = "ok" | "failed" | "not-checked"
 
@@ -45,6 +55,16 @@ export interface WriterLock {
   readonly pid: number | null
 }
 
+/**
+ * A checkpoint of the log kept elsewhere (by a third party), to check that the log only grew since: an
+ * old C2SP checkpoint, or the one of a receipt (with the receipt's record, which must still be there).
+ */
+export interface SinceCheckpoint {
+  readonly checkpoint: SignedCheckpoint
+  /** a receipt's record: its seq and hash */
+  readonly record: { readonly seq: number; readonly hash: string } | null
+}
+
 export interface FileVerification {
   /** ok: every check made and passed; partial: none failed but some could not be made; failed */
   readonly status: "ok" | "partial" | "failed"
@@ -52,6 +72,8 @@ export interface FileVerification {
   readonly chain: VerifyResult
   readonly anchor: Check
   readonly signatures: Check
+  /** the check against a checkpoint kept elsewhere (`--since`), when one was given */
+  readonly since?: Check
 }
 
 /** The `hash` member of one record line, "" when the line is not a record with a string hash. */
@@ -84,7 +106,8 @@ const allHashes = (checked: ChainCheck, lines: () => ReadonlyArray<string>): Arr
   return all
 }
 
-const parseAnchor = (text: string): Array<Checkpoint> | string => {
+/** The checkpoints of an anchor file's text, or why it is not one (the first line that is not a checkpoint). */
+export const parseAnchor = (text: string): Array<Checkpoint> | string => {
   const out: Array<Checkpoint> = []
   const lines = text.split("\n").filter((l) => l.trim() !== "")
   for (const [i, line] of lines.entries()) {
@@ -98,6 +121,8 @@ const parseAnchor = (text: string): Array<Checkpoint> | string => {
       return `checkpoint ${i + 1}: not a ${ANCHOR_SCHEMA} checkpoint`
     }
     if ("final" in c && typeof c.final !== "boolean") return `checkpoint ${i + 1}: final is not a boolean`
+    if ("root" in c && (typeof c.root !== "string" || !/^[0-9a-f]{64}$/.test(c.root))) return `checkpoint ${i + 1}: root is not 64 lowercase hex digits`
+    if ("note" in c && c.note !== null && typeof c.note !== "string") return `checkpoint ${i + 1}: note is not a string or null`
     const dup = duplicateKey(line)
     if (dup !== null) return `checkpoint ${i + 1}: duplicate key ${JSON.stringify(dup)} (refused: JSON readers disagree on which value counts)`
     out.push(c as unknown as Checkpoint)
@@ -126,6 +151,8 @@ const uncheckpointed = (records: number, why: string, coverage: Coverage): Check
 
 const checkAnchor = (fileName: string, hashes: ReadonlyArray<string>, checkpoints: ReadonlyArray<Checkpoint>, coverage: Coverage): Check => {
   if (checkpoints.length === 0) return uncheckpointed(hashes.length, "the anchor holds no checkpoint", coverage)
+  // the tree over the records, grown to each checkpoint's seq in turn (they never go back)
+  const tree = new MerkleEdgeBuilder()
   let last = 0
   for (const [i, c] of checkpoints.entries()) {
     const n = i + 1
@@ -137,6 +164,12 @@ const checkAnchor = (fileName: string, hashes: ReadonlyArray<string>, checkpoint
     }
     if (c.seq > 0 && hashes[c.seq - 1] !== c.head) {
       return { status: "failed", message: `checkpoint ${n}: record ${c.seq} differs from the checkpointed head (file rewritten)` }
+    }
+    if (c.root !== undefined) {
+      while (tree.size < c.seq) tree.appendRecord(hashes[tree.size]!)
+      if (c.root !== edgeRoot(tree.snapshot()).toString("hex")) {
+        return { status: "failed", message: `checkpoint ${n}: its root is not the Merkle tree root of records 1–${c.seq} (forged or edited)` }
+      }
     }
     last = c.seq
   }
@@ -182,7 +215,26 @@ const closedCheck = (checkpoints: ReadonlyArray<Checkpoint>, coverage: Coverage)
     : { status: "not-checked", message: `${notFinal}: the file was not closed by its writer after it; later records may have been cut` }
 }
 
-const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: CheckpointKey | null, records: number): Check => {
+/**
+ * A signed checkpoint with a root carries the same tree head as a C2SP checkpoint signed by its key; null
+ * when it does (or has no root: written before the tree), else what is wrong.
+ */
+const noteProblem = (fileName: string, c: Checkpoint): string | null => {
+  if (c.root === undefined) return c.note === undefined ? null : "a note without a root"
+  if (c.key === null) return c.note === null || c.note === undefined ? null : "an unsigned checkpoint with a note"
+  if (typeof c.note !== "string") return "signed, with a root, but without its signed note"
+  const parsed = parseSignedCheckpoint(c.note)
+  if (typeof parsed === "string") return `its note is not a C2SP signed checkpoint: ${parsed}`
+  const origin = originFor(fileName, c.key.key_id)
+  const h = parsed.head
+  if (h.origin !== origin || h.size !== c.seq || h.root.toString("hex") !== c.root) {
+    return `its note (origin ${h.origin}, tree size ${h.size}, root ${h.root.toString("hex").slice(0, 16)}…) is not this checkpoint's (origin ${origin}, seq ${c.seq}, root ${c.root.slice(0, 16)}…)`
+  }
+  const sig = checkpointSignatureProblem(parsed, c.key)
+  return sig === null ? null : `its note is ${sig}`
+}
+
+const checkSignatures = (fileName: string, checkpoints: ReadonlyArray<Checkpoint>, trusted: CheckpointKey | null, records: number): Check => {
   if (checkpoints.length === 0) {
     return { status: trusted === null || records === 0 ? "not-checked" : "failed", message: `no checkpoint: nothing signed${trusted === null ? "" : ` by ${trusted.key_id}`}` }
   }
@@ -197,6 +249,8 @@ const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: Checkp
     if (trusted !== null && c.key!.public_key !== trusted.public_key) {
       return { status: "failed", message: `checkpoint ${n}: signed by key ${c.key!.key_id}, not by the given key ${trusted.key_id}` }
     }
+    const note = noteProblem(fileName, c)
+    if (note !== null) return { status: "failed", message: `checkpoint ${n}: ${note}` }
   }
   const ids = [...new Set(checkpoints.map((c) => c.key!.key_id))].join(", ")
   return trusted === null
@@ -205,19 +259,58 @@ const checkSignatures = (checkpoints: ReadonlyArray<Checkpoint>, trusted: Checkp
 }
 
 /**
+ * The file against a checkpoint kept elsewhere: of this log, signed by the trusted key (not checked
+ * without one), covering no more records than the file has, a receipt's record unchanged, the same root
+ * over its records, and a consistency proof from it to `latest` (the anchor's last root, else the file's).
+ */
+const checkSince = (
+  fileName: string,
+  hashes: ReadonlyArray<string>,
+  since: SinceCheckpoint,
+  trusted: CheckpointKey | null,
+  latest: number
+): Check => {
+  const h = since.checkpoint.head
+  const parts = originParts(h.origin)
+  if (parts === null) return { status: "failed", message: `its origin ${h.origin} is not a vetobench log's (vetobench/<run id>/<key id>)` }
+  if (parts.file !== fileName) return { status: "failed", message: `it is a checkpoint of ${parts.file}, not of ${fileName}` }
+  if (trusted !== null) {
+    const problem = checkpointSignatureProblem(since.checkpoint, trusted)
+    if (problem !== null) return { status: "failed", message: `it is ${problem}` }
+  }
+  if (h.size > hashes.length) return { status: "failed", message: `truncated: it covers ${h.size} records but the file has ${hashes.length}` }
+  const r = since.record
+  if (r !== null) {
+    if (r.seq > hashes.length) return { status: "failed", message: `truncated: the receipt's record ${r.seq} is not in the file (${hashes.length} records)` }
+    if (hashes[r.seq - 1] !== r.hash) return { status: "failed", message: `record ${r.seq} differs from the receipt's (changed after the receipt was issued)` }
+  }
+  const tree = MerkleTree.fromRecordHashes(hashes)
+  if (!tree.root(h.size).equals(h.root)) {
+    return { status: "failed", message: `history rewritten: records 1–${h.size} are not those it covers (their Merkle root differs from its root)` }
+  }
+  const to = Math.max(h.size, Math.min(latest, hashes.length))
+  const why = verifyConsistency(h.size, to, h.root, tree.root(to), tree.consistencyProof(h.size, to))
+  if (why !== null) return { status: "failed", message: why }
+  const ok = `${h.size} records with its root ${h.root.toString("hex").slice(0, 16)}…, consistent up to ${to} records`
+  return trusted === null ? { status: "not-checked", message: `${ok}, but its signer is not authenticated (give --pubkey)` } : { status: "ok", message: `${ok}; signed by ${trusted.key_id}` }
+}
+
+/**
  * Verify `text` (the audit file) against `anchorText` (its `.anchor.jsonl`, or null when there is
- * none) and, when given, the trusted public key; `writer` says whether a writer holds the file now.
+ * none) and, when given, the trusted public key; `writer` says whether a writer holds the file now;
+ * `since`, a checkpoint kept elsewhere the file must still be consistent with.
  */
 export const verifyAudit = (
   fileName: string,
   text: string,
   anchorText: string | null,
   trusted: CheckpointKey | null,
-  writer: WriterLock | null = null
+  writer: WriterLock | null = null,
+  since: SinceCheckpoint | null = null
 ): FileVerification => {
   const hashes: Array<string> = []
   const chain = verifyChain(text, hashes)
-  return verifyAuditChecked(fileName, { chain, hashes }, () => text.split("\n"), anchorText, trusted, writer)
+  return verifyAuditChecked(fileName, { chain, hashes }, () => text.split("\n"), anchorText, trusted, writer, since)
 }
 
 /**
@@ -230,13 +323,15 @@ export const verifyAuditChecked = (
   lines: () => ReadonlyArray<string>,
   anchorText: string | null,
   trusted: CheckpointKey | null,
-  writer: WriterLock | null = null
+  writer: WriterLock | null = null,
+  since: SinceCheckpoint | null = null
 ): FileVerification => {
   const chain = checked.chain
   const hashes = allHashes(checked, lines)
   const coverage: Coverage = { required: trusted !== null, writer }
   let anchor: Check
   let signatures: Check
+  let latest = hashes.length
   if (anchorText === null) {
     anchor = uncheckpointed(hashes.length, "no anchor file", coverage)
     signatures = { status: trusted === null || hashes.length === 0 ? "not-checked" : "failed", message: "no anchor file: nothing signed to check" }
@@ -247,10 +342,13 @@ export const verifyAuditChecked = (
       signatures = { status: "not-checked", message: "anchor unreadable" }
     } else {
       anchor = checkAnchor(fileName, hashes, parsed, coverage)
-      signatures = checkSignatures(parsed, trusted, hashes.length)
+      const rooted = parsed.filter((c) => c.root !== undefined)
+      if (rooted.length > 0) latest = rooted[rooted.length - 1]!.seq
+      signatures = checkSignatures(fileName, parsed, trusted, hashes.length)
     }
   }
-  const checks = [chain.ok ? "ok" : "failed", anchor.status, signatures.status]
+  const sinceCheck = since === null ? null : checkSince(fileName, hashes, since, trusted, latest)
+  const checks = [chain.ok ? "ok" : "failed", anchor.status, signatures.status, ...(sinceCheck === null ? [] : [sinceCheck.status])]
   const status = checks.includes("failed") ? "failed" : checks.includes("not-checked") ? "partial" : "ok"
-  return { status, records: hashes.length, chain, anchor, signatures }
+  return { status, records: hashes.length, chain, anchor, signatures, ...(sinceCheck === null ? {} : { since: sinceCheck }) }
 }

@@ -5,9 +5,14 @@
  * tail or a rewritten file is detectable as long as the anchor (or its signer) is trusted; `final`
  * (signed too) says whether the writer closed the file with it, so cutting the file and its anchor
  * back to an earlier periodic checkpoint is detectable as well (see domain/audit-verify).
+ *
+ * Since the log is also a Merkle tree (./merkle.ts), a checkpoint carries the tree's `root` at `seq`
+ * and, when signed, the same tree head as a C2SP checkpoint (./tlog-checkpoint.ts): a signed note with
+ * the same key, which standard transparency tooling reads. Both are inside what `sig` covers.
  */
 import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from "node:crypto"
 import { canonicalize } from "./canonical-json.js"
+import { originFor, signCheckpoint } from "./tlog-checkpoint.js"
 
 export const ANCHOR_SCHEMA = "vetobench/anchor-v1"
 export const CHECKPOINT_PREFIX = "vetobench/v2 checkpoint\n"
@@ -35,9 +40,19 @@ export interface Checkpoint {
    * stays open (every N records, `checkpoint()`); absent in checkpoints written before the field existed
    */
   readonly final?: boolean
+  /**
+   * lowercase hex of the RFC 9162 root of the tree over records 1…seq (leaf entry = a record's `hash`);
+   * absent in checkpoints written before the log was a Merkle tree
+   */
+  readonly root?: string
   readonly ts: string
   /** the signer's public key, or null for an unsigned checkpoint */
   readonly key: CheckpointKey | null
+  /**
+   * the C2SP checkpoint (origin `vetobench/<run id>/<key id>`, tree size = seq, base64 root) as a signed
+   * note by `key`; null when unsigned; absent when `root` is
+   */
+  readonly note?: string | null
   /** base64 Ed25519 signature over CHECKPOINT_PREFIX + JCS(checkpoint without `sig`, `final` included), or null */
   readonly sig: string | null
 }
@@ -81,12 +96,16 @@ const signedBytes = (c: Omit<Checkpoint, "sig">): Buffer => Buffer.from(CHECKPOI
 /**
  * A checkpoint of `at`, signed by `signer` (unsigned without one). `at.final` says whether the writer
  * closes the file with it; without it the checkpoint has no `final` field (the format before the field
- * existed, which a verifier cannot tell closed from open: give it).
+ * existed, which a verifier cannot tell closed from open: give it). `at.root`, the tree's root at `seq`,
+ * adds `root` and the signed C2SP checkpoint `note`; without it neither (the format before the tree).
  */
 export const makeCheckpoint = (
-  at: { readonly file: string; readonly seq: number; readonly head: string; readonly ts: string; readonly final?: boolean },
+  at: { readonly file: string; readonly seq: number; readonly head: string; readonly ts: string; readonly final?: boolean; readonly root?: Buffer },
   signer: Signer | null
 ): Checkpoint => {
+  const root = at.root
+  const note =
+    root === undefined || signer === null ? null : signCheckpoint({ origin: originFor(at.file, signer.key.key_id), size: at.seq, root, extensions: [] }, signer)
   const body: Omit<Checkpoint, "sig"> = {
     schema: ANCHOR_SCHEMA,
     file: at.file,
@@ -94,8 +113,10 @@ export const makeCheckpoint = (
     head: at.head,
     count: at.seq,
     ...(at.final === undefined ? {} : { final: at.final }),
+    ...(root === undefined ? {} : { root: root.toString("hex") }),
     ts: at.ts,
-    key: signer?.key ?? null
+    key: signer?.key ?? null,
+    ...(root === undefined ? {} : { note })
   }
   return { ...body, sig: signer === null ? null : signer.sign(signedBytes(body)).toString("base64") }
 }
