@@ -6,7 +6,8 @@
 #   2. create third_party/ASB/.venv (ASB wants Python 3.11)
 #   3. install scripts/requirements-asb.txt: everything main_attacker.py and vetobench's launcher
 #      import, including what ASB's own requirements.txt misses (python-dotenv, the langchain
-#      packages, jsonlines, tqdm); torch as the CPU wheel (ASB uses it only for seeding)
+#      packages, jsonlines, tqdm); torch first, at the version that file pins, as the CPU wheel
+#      (ASB uses it only for seeding)
 #   4. check that ASB's modules and main_attacker.py import, and say "ASB environment OK"
 #
 # Idempotent: a checkout already at the pin is kept, and the install is skipped when the venv
@@ -17,8 +18,9 @@
 #   PYTHON           interpreter for the venv (default python3)
 #   ASB_DIR          where the checkout goes (default third_party/ASB, relative to the repo root)
 #   ASB_REPO         where to clone from (default https://github.com/agiresearch/ASB)
-#   TORCH_INDEX_URL  index with CPU torch wheels (default https://download.pytorch.org/whl/cpu);
-#                    when it cannot be reached, torch comes from the default index instead
+#   TORCH_INDEX_URL  index with CPU torch wheels (default https://download.pytorch.org/whl/cpu).
+#                    There is no fallback to the default index: on Linux it serves the CUDA build
+#                    (several GB); when this index cannot be reached the script stops and says so
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +30,9 @@ ASB=${ASB_DIR:-third_party/ASB}
 ASB_REPO=${ASB_REPO:-https://github.com/agiresearch/ASB}
 TORCH_INDEX_URL=${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}
 REQS=scripts/requirements-asb.txt
+# the one torch version, pinned in the requirements file (its CPU build `+cpu` satisfies it)
+TORCH_PIN=$(grep -E '^torch==[0-9][0-9A-Za-z.]*$' "$REQS" | head -n 1 || true)
+TORCH_VERSION=${TORCH_PIN#torch==}
 VENV="$ASB/.venv"
 VPY="$VENV/bin/python"
 STAMP="$VENV/.vetobench-requirements"
@@ -35,6 +40,7 @@ STAMP="$VENV/.vetobench-requirements"
 say() { printf 'setup_asb_env: %s\n' "$*"; }
 die() { printf 'setup_asb_env: error: %s\n' "$*" >&2; exit 1; }
 
+[ -n "$TORCH_PIN" ] || die "$REQS does not pin torch (a line torch==<version>)"
 command -v git >/dev/null || die "git is not installed"
 command -v "$PYTHON" >/dev/null || die "$PYTHON not found (set PYTHON to a Python 3.11 interpreter)"
 
@@ -111,14 +117,13 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && checked=$(import_check 
 else
   checked=""
   rm -f "$STAMP"
-  if "$VPY" -c 'import torch' >/dev/null 2>&1; then
-    say "torch is installed ($("$VPY" -c 'import torch; print(torch.__version__)'))"
+  have=$("$VPY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
+  if [ "$have" = "$TORCH_VERSION" ]; then
+    say "torch $TORCH_VERSION is installed (kept)"
   else
-    say "installing torch (CPU wheel from $TORCH_INDEX_URL)"
-    if ! "$VPY" -m pip install -q --index-url "$TORCH_INDEX_URL" torch; then
-      say "warning: $TORCH_INDEX_URL did not serve torch; installing torch from the default index (larger download)"
-      "$VPY" -m pip install -q torch || die "cannot install torch"
-    fi
+    say "installing $TORCH_PIN (CPU wheel from $TORCH_INDEX_URL)${have:+, replacing torch $have}"
+    "$VPY" -m pip install -q --index-url "$TORCH_INDEX_URL" "$TORCH_PIN" ||
+      die "cannot install $TORCH_PIN from $TORCH_INDEX_URL; set TORCH_INDEX_URL to an index with the CPU wheels (the default index would bring the CUDA build, several GB)"
   fi
   say "installing $REQS into $VENV"
   "$VPY" -m pip install -q -r "$REQS" || die "pip could not install $REQS"

@@ -51,7 +51,7 @@ export interface ProgressSink {
 }
 
 export interface ProgressOptions {
-  /** default: process.stderr */
+  /** default: the `ProgressOutput` of the context (process.stderr unless a program provides another) */
   readonly sink?: ProgressSink
   /** not a TTY: print after this many items (default 25) */
   readonly everyItems?: number
@@ -106,11 +106,17 @@ const stderrSink = (): ProgressSink => ({
   ...(process.stderr.isTTY === true && typeof process.stderr.columns === "number" ? { columns: process.stderr.columns } : {})
 })
 
+/**
+ * Where the live layer writes unless given a sink: `process.stderr` by default; a program run in
+ * another's process (the CLI in tests) provides its own.
+ */
+export class ProgressOutput extends Context.Reference<ProgressOutput>()("vetobench/ProgressOutput", { defaultValue: stderrSink }) {}
+
 const CLEAR = "\r\u001b[2K"
 
 export const layer = (opts: ProgressOptions = {}): Layer.Layer<Progress> =>
-  Layer.sync(Progress, () => {
-    const sink = opts.sink ?? stderrSink()
+  Layer.effect(Progress, Effect.map(ProgressOutput, (output) => {
+    const sink = opts.sink ?? output
     const everyItems = Math.max(1, opts.everyItems ?? 25)
     const everyMs = Math.max(1, opts.everyMs ?? (sink.isTTY ? 1000 : 10_000))
     const fit = (line: string) => (sink.columns !== undefined && line.length >= sink.columns ? line.slice(0, Math.max(10, sink.columns - 1)) : line)
@@ -197,7 +203,7 @@ export const layer = (opts: ProgressOptions = {}): Layer.Layer<Progress> =>
       })
 
     return { track }
-  })
+  }))
 
 // ---------------------------------------------------------------------------------------------
 // test

@@ -3,7 +3,10 @@
  * experiment's **baseline** run — what a shadow arm would have recorded, without re-running agents.
  *
  * Source: the baseline run's audit file, `<audit_dir>/<auditFileName(runIdFor(exp, bench, model,
- * baseline))>`, its call records with `arm: baseline`. Output, appended one line per ruling (one
+ * baseline))>` — or, for an Agent-SafetyBench run merged from shards, every shard's audit file
+ * listed in its `shards.json` (`auditFilesFor`) — its call records with `arm: baseline`, each
+ * episode's calls from its final attempt only (scoring/current.ts: a killed and resumed run logs
+ * the calls of the cases in flight twice). Output, appended one line per ruling (one
  * write + fsync, serialised) to `<run_dir>/replay/<bench>.<slug(model)>.jsonl`:
  * `{judge, source_hash, run_id, episode_id, agent_model, tool, verdict, layers, effective_decision}`.
  *
@@ -28,15 +31,18 @@ import type { Judge, JudgeConfigError, JudgeContext } from "../../judges/Judge.j
 import { Judges } from "../../judges/Judges.js"
 import type { JudgeKindPlugin } from "../../judges/registry.js"
 import { openAppender } from "../adapters/agent-safetybench/store.js"
-import { type Bench, type Experiment, runIdFor, slug, type Variant } from "../config/experiment.js"
+import { asbenchRunDir, type Bench, type Experiment, runIdFor, slug, type Variant } from "../config/experiment.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import { AUDIT_SCHEMA, type AuditRecord, type CallEntry, type CallRecord, GENESIS_HASH } from "../domain/audit-record.js"
 import type { ToolCallView } from "../domain/tool-call.js"
 import { type Decision, failed, type Verdict } from "../domain/verdict.js"
 import { Gate } from "../gate/Gate.js"
 import { gateLayer } from "../proxy/live.js"
+import { currentCalls, loadFinalAttempts } from "../scoring/current.js"
 import { readCallRecords } from "../scoring/files.js"
+import { isObject } from "../domain/is-object.js"
 import { isFinal, latestReplay, pairKey, readReplayLines, type ReplayLine } from "../scoring/judge-eval.js"
+import { SHARDS_JSON } from "./merge.js"
 import { Progress } from "./progress.js"
 
 export class ReplayError extends Data.TaggedError("ReplayError")<{ readonly message: string }> {}
@@ -58,6 +64,38 @@ export const baselineVariant = (exp: Pick<Experiment, "variants">): Variant | un
 /** `<audit_dir>/<auditFileName(run id)>` of a model × variant × bench. */
 export const auditFileFor = (auditDir: string, exp: Pick<Experiment, "name">, bench: Bench, model: string, v: Variant): string =>
   path.join(auditDir, auditFileName(runIdFor(exp, bench, model, v)))
+
+/**
+ * The audit files that hold a model × variant × bench's calls, those that exist: for an
+ * Agent-SafetyBench run merged from shards (a `shards.json` beside its results), every shard's
+ * audit file that merge listed, in shard order; otherwise the unsharded run id's file. [] when
+ * there is none. An unreadable `shards.json` counts as absent.
+ */
+export const auditFilesFor = (auditDir: string, exp: Pick<Experiment, "name" | "run_dir">, bench: Bench, model: string, v: Variant): ReadonlyArray<string> => {
+  const index = bench === "asbench" ? path.join(asbenchRunDir(exp, model, v), SHARDS_JSON) : null
+  if (index !== null && fs.existsSync(index)) {
+    const shards = shardsListed(index)
+    if (shards !== null) {
+      return shards.flatMap((s) => (isObject(s) && typeof s.audit_file === "string" && fs.existsSync(s.audit_file) ? [s.audit_file] : []))
+    }
+  }
+  const file = auditFileFor(auditDir, exp, bench, model, v)
+  return fs.existsSync(file) ? [file] : []
+}
+
+/** The `shards` list of a `shards.json` (merge writes it with JSON.stringify), or null when unreadable. */
+const shardsListed = (index: string): ReadonlyArray<unknown> | null => {
+  try {
+    const v: unknown = JSON.parse(fs.readFileSync(index, "utf8"))
+    return isObject(v) && Array.isArray(v.shards) ? v.shards : null
+  } catch {
+    return null
+  }
+}
+
+/** The call records of several audit files, in file order. */
+export const readCallRecordsOf = (files: ReadonlyArray<string>) =>
+  Effect.map(Effect.forEach(files, readCallRecords), (lists) => lists.flat())
 
 // ---------------------------------------------------------------------------------------------
 // the replay gate: the proxy's gate with the cache off and its records captured
@@ -188,12 +226,12 @@ export interface ReplayOptions {
 export interface ReplaySummary {
   readonly bench: Bench
   readonly model: string
-  /** the baseline audit file read */
-  readonly source: string
+  /** the baseline audit files read (one per shard for a merged sharded run) */
+  readonly sources: ReadonlyArray<string>
   /** the replay file written */
   readonly file: string
   readonly judges: ReadonlyArray<string>
-  /** baseline call records */
+  /** baseline call records (of each episode's final attempt) */
   readonly calls: number
   /** (judge, call) pairs done in an earlier replay */
   readonly skipped: number
@@ -207,7 +245,7 @@ export interface ReplaySummary {
 
 /**
  * Replay `judges` over the baseline calls of one model × bench; null (nothing done) when the
- * experiment has no baseline arm or its audit file does not exist.
+ * experiment has no baseline arm or it has no audit file.
  */
 export const replayBench = (
   exp: Experiment,
@@ -223,13 +261,14 @@ export const replayBench = (
       const progress = yield* Progress
       const baseline = baselineVariant(exp)
       if (baseline === undefined) return null
-      const source = auditFileFor(auditDir, exp, bench, model, baseline)
-      if (!fs.existsSync(source)) return null
+      const sources = auditFilesFor(auditDir, exp, bench, model, baseline)
+      if (sources.length === 0) return null
       const unknown = judges.filter((j) => !gate.judges.includes(j))
       if (unknown.length > 0) {
         return yield* new ReplayError({ message: `unknown judge${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (configured: ${gate.judges.join(", ")})` })
       }
-      const records = (yield* Effect.mapError(readCallRecords(source), storeError)).filter((r) => r.arm === "baseline")
+      const logged = (yield* Effect.mapError(readCallRecordsOf(sources), storeError)).filter((r) => r.arm === "baseline")
+      const records = currentCalls(logged, yield* loadFinalAttempts(exp, bench, model, baseline))
       const file = replayFile(exp, bench, model)
       const existing = yield* Effect.mapError(readReplayLines(file), storeError)
       const latest = latestReplay(existing)
@@ -288,6 +327,6 @@ export const replayBench = (
           { discard: true }
         )
       yield* Effect.forEach(units, runUnit, { concurrency: opts.concurrency ?? 32, discard: true })
-      return { bench, model, source, file, judges, calls: records.length, skipped, ruled, errors, firstError } satisfies ReplaySummary
+      return { bench, model, sources, file, judges, calls: records.length, skipped, ruled, errors, firstError } satisfies ReplaySummary
     })
   )

@@ -1,7 +1,9 @@
 /**
  * `report.html`: one self-contained page — inline CSS and inline SVG only, no scripts, no fonts,
  * no images, nothing fetched (a Content-Security-Policy of `default-src 'none'` says so to the
- * browser). It shows the sections of `sections.ts` as tables, with charts placed in them:
+ * browser). It shows the sections of `sections.ts` — first the headline's boxes, one per variant
+ * with its verdicts — as tables, with charts placed in them; a section that does not apply is one
+ * line.
  *
  * - Agent-SafetyBench: a forest plot of each variant's paired Δ safe (pp, 95% CI) and, per model,
  *   safe % per risk category and variant (bars with CI whiskers);
@@ -10,12 +12,18 @@
  *   distribution (p50 and p95, live and replay);
  *
  * Colours are fixed per variant across the page (the baseline grey). Prints on A4/Letter.
+ *
+ * Phones: below 640 px the page drops its side padding, each chart is shown in its compact layout
+ * (every chart is drawn twice, `svg.ts` `NARROW_WIDTH`; the CSS shows one), no text is smaller than
+ * 10 px, tables scroll sideways inside their frame with the first column kept in view, and the
+ * headline's boxes stack in one column.
  */
 import type { PairedDiff, Summary } from "../scoring/summary-types.js"
 import { VERSION } from "../version.js"
 import { DASH, estimateCell, finiteOrNull } from "./format.js"
-import { asbenchRows, asbRows, BENCH_LABEL, type Block, judgeRows, liveRows, reportSections, type Section, type Table } from "./sections.js"
-import { type BarCategory, esc, type ForestGroup, forestPlot, groupedBars, type LatencyStats, latencyBoxes, seriesColor } from "./svg.js"
+import type { BoxView } from "./headline.js"
+import { asbenchRows, asbRows, BENCH_LABEL, type Block, collapsedLine, judgeRows, liveRows, reportSections, type Section, type Table } from "./sections.js"
+import { type BarCategory, esc, type ForestGroup, forestPlot, groupedBars, type LatencyStats, latencyBoxes, NARROW_WIDTH, seriesColor } from "./svg.js"
 
 // ---------------------------------------------------------------------------------------------
 // colours per variant
@@ -33,8 +41,17 @@ export const variantSeries = (summary: Summary, variant: string): number => {
 
 const slugId = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, "-")
 
-const figure = (svg: string, caption: string): string =>
-  `<figure class="chart-figure">\n${svg}\n<figcaption>${esc(caption)}</figcaption>\n</figure>`
+/** A chart drawn wide and compact (`draw(width, idSuffix)`); the CSS shows one of them. */
+const figure = (draw: (width: number | undefined, suffix: string) => string, caption: string): string =>
+  [
+    `<figure class="chart-figure">`,
+    `<div class="chart-wide">${draw(undefined, "")}</div>`,
+    `<div class="chart-narrow">${draw(NARROW_WIDTH, "-narrow")}</div>`,
+    `<figcaption>${esc(caption)}</figcaption>`,
+    `</figure>`
+  ].join("\n")
+
+const sized = (width: number | undefined) => (width === undefined ? {} : { width })
 
 export const asbenchForest = (summary: Summary): string | null => {
   const groups: Array<ForestGroup> = []
@@ -47,13 +64,15 @@ export const asbenchForest = (summary: Summary): string | null => {
   }
   if (groups.length === 0) return null
   return figure(
-    forestPlot(groups, {
-      id: "chart-asbench-delta",
-      title: `Agent-SafetyBench: paired Δ safe vs ${summary.experiment.baseline ?? "baseline"}`,
-      xLabel: "Δ safe, percentage points (variant − baseline)",
-      leftNote: "← less safe than baseline",
-      rightNote: "safer than baseline →"
-    }),
+    (width, suffix) =>
+      forestPlot(groups, {
+        id: `chart-asbench-delta${suffix}`,
+        title: `Agent-SafetyBench: paired Δ safe vs ${summary.experiment.baseline ?? "baseline"}`,
+        xLabel: "Δ safe, percentage points (variant − baseline)",
+        leftNote: "← less safe than baseline",
+        rightNote: "safer than baseline →",
+        ...sized(width)
+      }),
     "Each row: mean per-case difference in the ShieldAgent safe label against the baseline, over the cases both runs scored, with a 95% paired-bootstrap interval."
   )
 }
@@ -83,11 +102,13 @@ export const asbenchCategoryBars = (summary: Summary): Array<string> => {
       ...summary.categories.map((c) => ({ label: c, values: mine.map((r) => r.s.by_category[c] ?? null) }))
     ]
     return figure(
-      groupedBars(series, categories, {
-        id: `chart-asbench-categories-${slugId(model)}`,
-        title: `Agent-SafetyBench safe % per risk category · ${model}`,
-        xLabel: "safe % (ShieldAgent), 95% Wilson interval"
-      }),
+      (width, suffix) =>
+        groupedBars(series, categories, {
+          id: `chart-asbench-categories-${slugId(model)}${suffix}`,
+          title: `Agent-SafetyBench safe % per risk category · ${model}`,
+          xLabel: "safe % (ShieldAgent), 95% Wilson interval",
+          ...sized(width)
+        }),
       `Share of scored cases labelled safe, per risk category (a case counts in every category it has) and variant, for ${model}.`
     )
   })
@@ -105,13 +126,15 @@ export const asbForest = (summary: Summary): string | null => {
   }
   if (groups.length === 0) return null
   return figure(
-    forestPlot(groups, {
-      id: "chart-asb-delta",
-      title: `ASB: paired ΔASR vs ${summary.experiment.baseline ?? "baseline"}`,
-      xLabel: "Δ attack success rate, percentage points (variant − baseline)",
-      leftNote: "← fewer attacks succeed",
-      rightNote: "more attacks succeed →"
-    }),
+    (width, suffix) =>
+      forestPlot(groups, {
+        id: `chart-asb-delta${suffix}`,
+        title: `ASB: paired ΔASR vs ${summary.experiment.baseline ?? "baseline"}`,
+        xLabel: "Δ attack success rate, percentage points (variant − baseline)",
+        leftNote: "← fewer attacks succeed",
+        rightNote: "more attacks succeed →",
+        ...sized(width)
+      }),
     "Each row: mean per-episode difference in attack success against the baseline, paired by agent, attacker tool and occurrence, with a 95% paired-bootstrap interval. Clean (attack-free) runs are left out: see over-blocking."
   )
 }
@@ -137,7 +160,7 @@ export const latencyChart = (summary: Summary): string | null => {
   ]
   if (!rows.some((r) => finiteOrNull(r.p50) !== null)) return null
   return figure(
-    latencyBoxes(rows, { id: "chart-latency", title: "Judge latency distribution (uncached calls)" }),
+    (width, suffix) => latencyBoxes(rows, { id: `chart-latency${suffix}`, title: "Judge latency distribution (uncached calls)", ...sized(width) }),
     "Median (bar) and 95th percentile (open diamond) of judge latency per uncached call, joined by a line: live rows from the proxy's audit of shadow/enforce runs, replay rows from offline replay of the baseline's calls."
   )
 }
@@ -169,9 +192,12 @@ export const confusionCards = (summary: Summary): string => {
 // ---------------------------------------------------------------------------------------------
 // tables and sections
 
-/** A number cell; `p [lo, hi]` and `+d [+lo, +hi] (n=N)` show the interval on a second, smaller line. */
+/**
+ * A number cell; `p [lo, hi]`, `+d [+lo, +hi] (n=N)` and `p (why no interval)` show what follows the
+ * value on a second, smaller line.
+ */
 const numCell = (v: string): string => {
-  const m = /^(\S+) (\[[^\]]*\](?: \(n=\d+\))?)$/.exec(v)
+  const m = /^(\S+) ([[(].*)$/.exec(v)
   return m === null ? esc(v) : `<span class="v">${esc(m[1] ?? "")}</span> <span class="ci">${esc(m[2] ?? "")}</span>`
 }
 
@@ -195,16 +221,34 @@ const htmlTable = (t: Table): string => {
   ].join("\n")
 }
 
+/** One headline box: variant, verdict chip, then a line per measure with its own verdict. */
+export const htmlBox = (b: BoxView): string =>
+  [
+    `<article class="hl-box tone-${b.tone}" id="${esc(b.id)}">`,
+    `<header class="hl-head"><span class="hl-title">${esc(b.title)}</span><span class="hl-verdict tone-${b.tone}">${esc(b.verdict)}</span></header>`,
+    `<p class="hl-sub">${esc(b.subtitle)}</p>`,
+    `<ul class="hl-lines">`,
+    ...b.lines.map((l) =>
+      `<li class="tone-${l.tone}"><span class="hl-label">${esc(l.label)}</span> <span class="hl-value">${esc(l.value)}</span> <span class="hl-line-verdict">${esc(l.verdict)}</span></li>`
+    ),
+    `</ul>`,
+    `</article>`
+  ].join("")
+
 const htmlBlock = (b: Block): string => {
   switch (b.kind) {
     case "text":
       return `<p class="lede">${esc(b.text)}</p>`
     case "note":
       return `<p class="note" role="note">${esc(b.text)}</p>`
+    case "banner":
+      return `<p class="banner" role="alert">${esc(b.text)}</p>`
     case "list":
       return `<ul class="notes">${b.items.map((i) => `<li>${esc(i)}</li>`).join("")}</ul>`
     case "table":
       return htmlTable(b.table)
+    case "boxes":
+      return `<div class="hl-grid">${b.boxes.map(htmlBox).join("\n")}</div>`
   }
 }
 
@@ -223,6 +267,17 @@ const chartsFor = (summary: Summary, latencyPlaced: boolean): Readonly<Record<st
 
 const htmlSection = (s: Section, charts: ReadonlyArray<string | null>, inner = ""): string => {
   const h = s.level === 2 ? "h2" : "h3"
+  if (s.collapsed === true) {
+    // does not apply: one line (its subsections, if any, follow it)
+    return [
+      `<section id="${esc(s.id)}" class="level${s.level} collapsed">`,
+      `<p class="collapsed-line"><strong>${esc(s.title)}:</strong> ${esc(collapsedLine(s))}</p>`,
+      inner,
+      `</section>`
+    ]
+      .filter((x) => x !== "")
+      .join("\n")
+  }
   return [
     `<section id="${esc(s.id)}" class="level${s.level}">`,
     `<${h}>${esc(s.title)}</${h}>`,
@@ -264,7 +319,7 @@ main .page > section.level2 { background: #FFFFFF; border: 1px solid #D0D7DE; bo
 section.level3 { margin-top: 8px; }
 .lede { color: #57606A; margin: 0 0 10px; }
 .note { margin: 0 0 10px; padding: 8px 12px; background: #FFF8C5; border-left: 3px solid #BF8700; border-radius: 4px; }
-ul.notes { margin: 0; padding-left: 20px; }
+ul.notes { margin: 0; padding-left: 20px; overflow-wrap: anywhere; }
 .table-wrap { overflow-x: auto; margin: 0 0 8px; }
 table { border-collapse: collapse; font-size: 13px; min-width: 50%; }
 th, td { padding: 5px 10px; text-align: left; border-bottom: 1px solid #E3E6EA; vertical-align: top; }
@@ -294,7 +349,50 @@ dl.cm-foot { display: grid; grid-template-columns: max-content 1fr; gap: 0 10px;
 dl.cm-foot dt { color: #57606A; }
 dl.cm-foot dd { margin: 0; font-variant-numeric: tabular-nums; }
 footer { color: #57606A; font-size: 12px; }
+.banner { margin: 0 0 14px; padding: 10px 14px; background: #FFEBE9; border: 1px solid #CF222E; border-radius: 6px; color: #82071E; font-weight: 600; }
+.hl-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(320px, 1fr)); gap: 12px; margin: 0 0 12px; }
+.hl-box { border: 1px solid #D0D7DE; border-left: 6px solid #8C959F; border-radius: 6px; padding: 10px 12px; background: #FFFFFF; break-inside: avoid; min-width: 0; }
+.hl-box.tone-good { border-left-color: #1A7F37; }
+.hl-box.tone-bad { border-left-color: #CF222E; }
+.hl-box.tone-neutral { border-left-color: #0969DA; }
+.hl-head { display: flex; justify-content: space-between; align-items: baseline; gap: 4px 8px; flex-wrap: wrap; }
+.hl-title { font-size: 16px; font-weight: 600; overflow-wrap: anywhere; }
+.hl-verdict { font-size: 13px; font-weight: 700; padding: 1px 8px; border-radius: 10px; background: #EAEEF2; color: #424A53; }
+.hl-verdict.tone-good { background: #DAFBE1; color: #116329; }
+.hl-verdict.tone-bad { background: #FFEBE9; color: #A40E26; }
+.hl-verdict.tone-neutral { background: #DDF4FF; color: #0550AE; }
+.hl-sub { margin: 2px 0 8px; font-size: 12px; color: #57606A; overflow-wrap: anywhere; }
+ul.hl-lines { list-style: none; margin: 0; padding: 0; font-size: 13px; }
+ul.hl-lines li { padding: 5px 0; border-top: 1px solid #EAEEF2; }
+.hl-label { display: block; color: #57606A; font-size: 12px; }
+.hl-value { font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
+.hl-line-verdict { font-weight: 600; color: #424A53; }
+li.tone-good .hl-line-verdict { color: #1A7F37; }
+li.tone-bad .hl-line-verdict { color: #CF222E; }
+li.tone-neutral .hl-line-verdict { color: #0550AE; }
+main .page > section.level2.collapsed { padding: 10px 24px; }
+section.level3.collapsed { margin-top: 8px; }
+p.collapsed-line { margin: 0; color: #57606A; }
+p.collapsed-line strong { color: #1F2328; }
+.chart-narrow { display: none; }
+@media (max-width: 640px) {
+  body { font-size: 14px; }
+  .page { padding: 0 10px 32px; }
+  header.masthead .page { padding-top: 16px; padding-bottom: 14px; }
+  main .page > section.level2 { padding: 14px 12px; margin-top: 14px; }
+  main .page > section.level2.collapsed { padding: 10px 12px; }
+  h1 { font-size: 22px; }
+  dl.meta { gap: 2px 10px; font-size: 12px; }
+  nav.toc .page { gap: 2px 12px; font-size: 12px; }
+  .chart-wide { display: none; }
+  .chart-narrow { display: block; }
+  .hl-grid, .cm-grid { grid-template-columns: 1fr; }
+  th:first-child, td:first-child { position: sticky; left: 0; z-index: 1; background: #FFFFFF; box-shadow: 1px 0 0 #E3E6EA; }
+  thead th:first-child { background: #F6F8FA; }
+}
 @media print {
+  .chart-narrow { display: none; }
+  .chart-wide { display: block; }
   body { background: #FFFFFF; font-size: 10pt; }
   .page { max-width: none; padding: 0; }
   nav.toc { display: none; }
@@ -328,6 +426,10 @@ const header = (summary: Summary): string => {
     ["Variants", chips === "" ? DASH : chips],
     ["Paired Δ against", e.baseline === null ? "– (no baseline variant: no paired differences)" : esc(e.baseline)],
     ["Generated", esc(dateOf(summary.generated_at))],
+    [
+      "vetobench",
+      esc(`${summary.provenance.vetobench_version}${summary.provenance.git_commit === null ? "" : ` (commit ${summary.provenance.git_commit.slice(0, 12)})`}; hashes under Provenance`)
+    ],
     ["Experiment file", `<code>${esc(e.file)}</code>`],
     ["Run directory", `<code>${esc(e.run_dir)}</code>`],
     [

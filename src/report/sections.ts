@@ -3,13 +3,17 @@
  * `Summary`. `markdown.ts` and `html.ts` render the same sections, so both files always show the
  * same numbers with the same formatting (`format.ts`).
  *
- * Order (reference §10, then this project's additions): Agent-SafetyBench (safety score with paired
- * Δ vs the baseline variant, per risk category, paired Δ per category, fulfillability, episode
- * status); ASB (ASR with paired ΔASR, task success, refusal; over-blocking on clean tasks;
- * aggressiveness; rows and infra errors); judge quality from offline replay with the confusion
- * counts; live judge latency; live coverage; per-layer contribution of layered judges; holds; notes.
+ * Order (reference §10, then this project's additions): the headline (one box per variant:
+ * `headline.ts`); Agent-SafetyBench (safety score with paired Δ vs the baseline variant, per risk
+ * category, paired Δ per category, fulfillability, episode status); ASB (ASR with paired ΔASR, task
+ * success, refusal; over-blocking on clean tasks; aggressiveness; rows and infra errors; the audit
+ * join); judge quality from offline replay with the confusion counts; live judge latency; live
+ * coverage; per-layer contribution of layered judges; holds; tokens and cost; provenance; notes.
  * Rows follow the experiment's order of models, attack tags and variants; judges are sorted.
  * The Δ of a variant is always against `experiment.baseline`, whatever the order of `arms`.
+ *
+ * A section that does not apply (its blocks are only notes: a benchmark not run, no layered judge)
+ * has `collapsed: true`: the renderers show it as one line.
  */
 import type { Bench } from "../config/experiment.js"
 import type {
@@ -20,7 +24,9 @@ import type {
   Summary,
   SummaryVariant
 } from "../scoring/summary-types.js"
-import { countCell, DASH, deltaCell, estimateCell, msCell, pct, rateCell } from "./format.js"
+import { MIN_PAIRS } from "../scoring/headline.js"
+import { type BoxView, headlineBanner, headlineBoxes } from "./headline.js"
+import { countCell, DASH, deltaCell, estimateCell, intCell, latencyCell, pct, rateCell, tokensCell, usdCell } from "./format.js"
 
 export interface Table {
   readonly head: ReadonlyArray<string>
@@ -34,6 +40,10 @@ export type Block =
   | { readonly kind: "note"; readonly text: string }
   | { readonly kind: "table"; readonly table: Table }
   | { readonly kind: "list"; readonly items: ReadonlyArray<string> }
+  /** a warning over everything (e.g. placeholder labels) */
+  | { readonly kind: "banner"; readonly text: string }
+  /** the headline's boxes, one per model × variant */
+  | { readonly kind: "boxes"; readonly boxes: ReadonlyArray<BoxView> }
 
 export interface Section {
   /** stable anchor (HTML id) */
@@ -41,7 +51,16 @@ export interface Section {
   readonly level: 2 | 3
   readonly title: string
   readonly blocks: ReadonlyArray<Block>
+  /** the section does not apply (only notes): shown as one line */
+  readonly collapsed?: boolean
 }
+
+/** A section whose blocks are only notes does not apply: it collapses to one line. */
+const withCollapse = (s: Section): Section => (s.blocks.length > 0 && s.blocks.every((b) => b.kind === "note") ? { ...s, collapsed: true } : s)
+
+/** The one line of a collapsed section: its notes joined. */
+export const collapsedLine = (s: Section): string =>
+  s.blocks.flatMap((b) => (b.kind === "note" || b.kind === "text" ? [b.text] : [])).join(" ")
 
 export const BENCHES: ReadonlyArray<Bench> = ["asbench", "asb"]
 export const BENCH_LABEL: Readonly<Record<Bench, string>> = { asbench: "Agent-SafetyBench", asb: "ASB" }
@@ -356,7 +375,7 @@ const asbSections = (summary: Summary): Array<Section> => {
       title: "Rows, infrastructure errors and blocked episodes",
       blocks: [
         table(
-          ["model", "attack", "variant", "shards", "rows", "counted", "infra errors", "episodes w/ block"],
+          ["model", "attack", "variant", "shards", "rows", "counted", "infra errors", "episodes w/ block", "malformed tool replies"],
           rows.map(({ model, s, tag, variant }) => [
             model,
             tag,
@@ -365,13 +384,47 @@ const asbSections = (summary: Summary): Array<Section> => {
             String(s.n_rows),
             String(s.n),
             String(s.infra_errors),
-            String(s.episodes_with_block)
+            String(s.episodes_with_block),
+            s.malformed_tool_replies === null ? DASH : String(s.malformed_tool_replies)
           ]),
-          range(3, 8)
+          range(3, 9)
+        ),
+        note(
+          summary.experiment.asb_malformed_arguments === "asb"
+            ? "Malformed tool replies: agent answers whose tool-call arguments were not JSON; as in ASB's own backend, such an answer carries no tool call."
+            : "Malformed tool replies: agent answers whose tool-call arguments were not JSON; this run kept their calls with empty arguments (asb.malformed_arguments: empty), which ASB's own backend does not."
         )
       ]
-    }
+    },
+    asbAuditSection(rows)
   ]
+}
+
+/** Rows joined with the audit records per attack and variant (final attempts). */
+const asbAuditSection = (rows: ReadonlyArray<AsbRowOf>): Section => {
+  const joined = rows.filter((r) => r.s.audit !== null)
+  const any = joined.some((r) => r.s.audit!.calls > 0 || r.s.audit!.stale_calls > 0)
+  return {
+    id: "asb-audit",
+    level: 3,
+    title: "Audit join: the proxy's call records per episode (final attempts)",
+    blocks:
+      joined.length === 0
+        ? [note("No ASB audit records joined (no audit file, or ASB's tasks file could not be read: see Notes).")]
+        : !any
+        ? [note("No call records of these attacks' sessions in the audit files.")]
+        : [
+            table(
+              ["model", "attack", "variant", "calls", "joined", "episodes with calls", "unmatched episodes", "earlier-attempt calls left out"],
+              joined.map(({ model, s, tag, variant }) => {
+                const a = s.audit!
+                const examples = a.unmatched_examples.length === 0 ? "" : ` (${a.unmatched_examples.join(", ")}${a.unmatched_episodes > a.unmatched_examples.length ? ", …" : ""})`
+                return [model, tag, variant.name, String(a.calls), `${a.calls_joined}/${a.calls}`, `${a.rows_with_calls} of ${s.n_rows}`, `${a.unmatched_episodes}${examples}`, String(a.stale_calls)]
+              }),
+              [3, 4, 5, 7]
+            )
+          ]
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -408,17 +461,17 @@ const judgeSections = (summary: Summary): Array<Section> => {
               text: "Positive = unsafe episode (Agent-SafetyBench, ShieldAgent label of the baseline) or attacker tool (ASB), predicted by deny or hold; 95% cluster-bootstrap intervals by episode."
             },
             table(
-              ["model", "bench", "judge", "precision", "recall", "F1", "FPR", "p50 ms", "p95 ms", "errors", "notes"],
+              ["model", "bench", "judge", "precision", "recall", "F1", "FPR", "p50", "p95", "errors", "notes"],
               rows.map(({ bench, model, q }) => [
                 model,
                 BENCH_LABEL[bench],
                 q.judge,
-                estimateCell(q.precision),
-                estimateCell(q.recall),
-                estimateCell(q.f1),
-                estimateCell(q.fpr),
-                msCell(q.latency.p50_ms),
-                msCell(q.latency.p95_ms),
+                estimateCell(q.precision, q.confusion.tp + q.confusion.fp === 0 ? "nothing flagged" : undefined),
+                estimateCell(q.recall, q.confusion.tp + q.confusion.fn === 0 ? "no positives" : undefined),
+                estimateCell(q.f1, q.confusion.tp === 0 ? "no true positive" : undefined),
+                estimateCell(q.fpr, q.confusion.fp + q.confusion.tn === 0 ? "no negatives" : undefined),
+                latencyCell(q.latency.p50_ms),
+                latencyCell(q.latency.p95_ms),
                 String(q.latency.errors),
                 judgeNotes(q)
               ]),
@@ -468,7 +521,7 @@ const layerSection = (summary: Summary): Section => {
         text: "Offline replay, per evaluation unit: ruled = units the layer ruled on; flagged = it said deny or hold; decided = it was the first to stop the unit; TP / FP = decided units labelled unsafe / safe."
       },
       table(
-        ["model", "bench", "judge", "layer", "kind", "ruled", "flagged", "decided", "TP", "FP", "p50 ms", "p95 ms"],
+        ["model", "bench", "judge", "layer", "kind", "ruled", "flagged", "decided", "TP", "FP", "p50", "p95"],
         offline.map(({ bench, judge, l, model }) => [
           model,
           BENCH_LABEL[bench],
@@ -480,8 +533,8 @@ const layerSection = (summary: Summary): Section => {
           String(l.decided),
           String(l.tp),
           String(l.fp),
-          msCell(l.latency.p50_ms),
-          msCell(l.latency.p95_ms)
+          latencyCell(l.latency.p50_ms),
+          latencyCell(l.latency.p95_ms)
         ]),
         range(5, 12)
       )
@@ -491,7 +544,7 @@ const layerSection = (summary: Summary): Section => {
     blocks.push(
       { kind: "text", text: "Live (proxy audit), latency per layer over uncached calls:" },
       table(
-        ["model", "bench", "variant", "layer", "calls", "uncached", "p50 ms", "p95 ms", "errors"],
+        ["model", "bench", "variant", "layer", "calls", "uncached", "p50", "p95", "errors"],
         live.map(({ bench, l, model, variant }) => [
           model,
           BENCH_LABEL[bench],
@@ -499,8 +552,8 @@ const layerSection = (summary: Summary): Section => {
           l.judge,
           String(l.latency.n_calls),
           String(l.latency.n_uncached),
-          msCell(l.latency.p50_ms),
-          msCell(l.latency.p95_ms),
+          latencyCell(l.latency.p50_ms),
+          latencyCell(l.latency.p95_ms),
           String(l.latency.errors)
         ]),
         range(4, 9)
@@ -513,6 +566,16 @@ const layerSection = (summary: Summary): Section => {
 // ---------------------------------------------------------------------------------------------
 // live audit
 
+/** One note when calls of earlier attempts were left out of the live figures. */
+const staleNote = (rows: ReadonlyArray<LiveRow>): Array<Block> => {
+  const stale = rows.reduce((n, r) => n + r.s.stale_calls, 0)
+  const shards = rows.filter((r) => r.s.audit_files.length > 1).length
+  const out: Array<Block> = []
+  if (stale > 0) out.push(note(`${intCell(stale)} call records of earlier attempts (a killed and resumed run, a re-run shard) are left out: each episode counts from its final attempt.`))
+  if (shards > 0) out.push(note(`${shards} variant${shards === 1 ? "" : "s"} read from per-shard audit files (a merged sharded run).`))
+  return out
+}
+
 /** Live latency (only when there are rows), coverage, then `layers`, then holds. */
 const liveSections = (summary: Summary, layers: Section): Array<Section> => {
   const rows = liveRows(summary)
@@ -524,14 +587,14 @@ const liveSections = (summary: Summary, layers: Section): Array<Section> => {
       title: "Live judge latency (uncached calls)",
       blocks: [
         table(
-          ["model", "bench", "variant", "calls", "p50 ms", "p95 ms", "errors"],
+          ["model", "bench", "variant", "calls", "p50", "p95", "errors"],
           rows.map(({ bench, model, s, variant }) => [
             model,
             BENCH_LABEL[bench],
             variant.name,
             String(s.latency.n_calls),
-            msCell(s.latency.p50_ms),
-            msCell(s.latency.p95_ms),
+            latencyCell(s.latency.p50_ms),
+            latencyCell(s.latency.p95_ms),
             String(s.latency.errors)
           ]),
           [3, 4, 5, 6]
@@ -561,7 +624,8 @@ const liveSections = (summary: Summary, layers: Section): Array<Section> => {
                   })
                 }),
                 [4, 5, 6, 7]
-              )
+              ),
+              ...staleNote(rows)
             ]
     },
     layers,
@@ -589,16 +653,96 @@ const liveSections = (summary: Summary, layers: Section): Array<Section> => {
 export const variantList = (summary: Summary): string =>
   summary.experiment.variants.map((v) => v.name).join(", ") || DASH
 
-/** Every section of the report, in order (the title and header are the renderers' own). */
-export const reportSections = (summary: Summary): Array<Section> => [
-  ...asbenchSections(summary),
-  ...asbSections(summary),
-  ...judgeSections(summary),
-  ...liveSections(summary, layerSection(summary)),
-  {
-    id: "notes",
+// ---------------------------------------------------------------------------------------------
+// headline, cost, provenance
+
+const headlineSection = (summary: Summary): Section => {
+  const banner = headlineBanner(summary.headline)
+  const boxes = headlineBoxes(summary)
+  return {
+    id: "headline",
     level: 2,
-    title: "Notes",
-    blocks: summary.notes.length === 0 ? [note("Nothing was skipped.")] : [{ kind: "list", items: summary.notes }]
+    title: `Headline: each variant against ${summary.experiment.baseline ?? "the baseline"}`,
+    blocks: [
+      ...(banner === null ? [] : [{ kind: "banner", text: banner } as const]),
+      boxes.length === 0
+        ? note("No variant has results to compare with the baseline yet.")
+        : { kind: "boxes", boxes },
+      ...(boxes.length === 0
+        ? []
+        : [{
+            kind: "text" as const,
+            text: `Verdicts from the 95% paired-bootstrap interval of each difference: safer or less safe when it lies on one side of 0, no detectable change when it contains 0, cannot be estimated below ${MIN_PAIRS} paired tasks.`
+          }])
+    ]
   }
-]
+}
+
+const costSection = (summary: Summary): Section => {
+  const rows = summary.cost.rows
+  const priced = summary.cost.prices !== null
+  return {
+    id: "cost",
+    level: 2,
+    title: priced ? "Tokens and cost (USD)" : "Tokens",
+    blocks:
+      rows.length === 0
+        ? [note("No token counts recorded (runs from before the runners recorded the agent's usage, and no judge usage in the audit).")]
+        : [
+            {
+              kind: "text",
+              text: priced
+                ? `Prices from ${summary.cost.prices}. Agent tokens as the runners recorded them (final attempts); judge tokens from the verdicts in the audit log. Per blocked unsafe call: the cost over the calls withheld that were unsafe (ASB: attacker tools; Agent-SafetyBench: in cases the baseline's label calls unsafe).`
+                : "Agent tokens as the runners recorded them (final attempts); judge tokens from the verdicts in the audit log. Give vetobench report --prices FILE for cost."
+            },
+            table(
+              ["model", "bench", "variant", "who", "model priced", "tokens", "blocked unsafe calls", ...(priced ? ["USD", "USD per blocked unsafe call"] : [])],
+              rows.flatMap((r) =>
+                r.lines.map((l) => [
+                  r.model,
+                  BENCH_LABEL[r.bench],
+                  r.variant,
+                  l.role === "agent" ? "agent" : `judge ${l.name}`,
+                  l.model ?? DASH,
+                  tokensCell(l.tokens),
+                  r.blocked_unsafe_calls === null ? DASH : String(r.blocked_unsafe_calls),
+                  ...(priced ? [usdCell(l.usd), usdCell(l.usd_per_blocked_unsafe_call)] : [])
+                ])
+              ),
+              priced ? [5, 6, 7, 8] : [5, 6]
+            )
+          ]
+  }
+}
+
+const short = (h: string | null): string => (h === null ? "unreadable" : h.slice(0, 16))
+
+const provenanceSection = (summary: Summary): Section => {
+  const p = summary.provenance
+  const items = [
+    `vetobench ${p.vetobench_version}${p.git_commit === null ? "" : ` at commit ${p.git_commit}`}`,
+    `settings sha256 ${p.settings_sha256} (secrets excluded)`,
+    `experiment ${summary.experiment.file} sha256 ${p.experiment_sha256}`,
+    ...Object.entries(p.policies).map(([judge, f]) => `policy of judge ${judge}: ${f.file} sha256 ${short(f.sha256)}`),
+    ...p.data.map((f) => `${BENCH_LABEL[f.bench]} data ${f.file} sha256 ${short(f.sha256)}`)
+  ]
+  return { id: "provenance", level: 2, title: "Provenance", blocks: [{ kind: "list", items }] }
+}
+
+/** Every section of the report, in order (the title and header are the renderers' own). */
+export const reportSections = (summary: Summary): Array<Section> =>
+  [
+    headlineSection(summary),
+    ...asbenchSections(summary),
+    ...asbSections(summary),
+    ...judgeSections(summary),
+    ...liveSections(summary, layerSection(summary)),
+    costSection(summary),
+    provenanceSection(summary),
+    {
+      id: "notes",
+      level: 2 as const,
+      title: "Notes",
+      blocks: summary.notes.length === 0 ? [note("Nothing was skipped.")] : [{ kind: "list" as const, items: summary.notes }]
+    }
+  ].map(withCollapse)

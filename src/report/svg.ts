@@ -9,6 +9,11 @@
  * Missing values (null, NaN, ±Infinity) are drawn as "–", never as a mark at zero. Colours are the
  * Okabe–Ito palette (distinguishable with the common colour-vision deficiencies), and the markers
  * differ in shape as well as colour.
+ *
+ * Below `COMPACT_WIDTH` (a phone: the report draws each chart twice and shows this one under
+ * 640 px) each chart lays its rows out in two lines — label and value text above, the mark below
+ * across the whole width — and no text is smaller than 11 units, so drawn at about its own width
+ * the smallest text stays at least 10 px.
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -66,6 +71,16 @@ const fmtTick = (t: number): string => {
   const s = Number(t.toPrecision(6))
   return Math.abs(s) >= 1000 ? s.toLocaleString("en-US") : String(s).replace("-", "−")
 }
+
+/** Charts narrower than this use the compact (two-line row) layout. */
+export const COMPACT_WIDTH = 600
+
+/** The compact layout's width: a 390 px phone's content area, drawn at about 1:1. */
+export const NARROW_WIDTH = 360
+
+/** A latency in ms for a chart label: `150 µs`, `4.2`, `413` (ms). */
+const msText = (v: number): string =>
+  v < 1 ? `${v * 1000 < 10 ? (v * 1000).toFixed(1) : Math.round(v * 1000)} µs` : v < 10 ? v.toFixed(1) : Math.round(v).toLocaleString("en-US")
 
 /** Crude width of text at a font size (system sans ≈ 0.56 em per character). */
 const textWidth = (s: string, size: number): number => s.length * size * 0.56
@@ -206,6 +221,7 @@ export interface ForestOptions {
 /** Paired Δ per row with its CI as a horizontal whisker, a dashed zero line and the values as text. */
 export const forestPlot = (groups: ReadonlyArray<ForestGroup>, opts: ForestOptions): string => {
   const width = opts.width ?? 1000
+  if (width < COMPACT_WIDTH) return forestCompact(groups, { ...opts, width })
   const rowH = 30
   const groupH = 26
   const labelW = 230
@@ -274,6 +290,81 @@ export const forestPlot = (groups: ReadonlyArray<ForestGroup>, opts: ForestOptio
   })
 }
 
+const forestValue = (row: ForestRow): string => {
+  const ok = isFiniteNumber(row.d) && row.n > 0
+  return ok
+    ? `${signed1(row.d as number)} [${isFiniteNumber(row.lo) ? signed1(row.lo) : "–"}, ${isFiniteNumber(row.hi) ? signed1(row.hi) : "–"}] (n=${row.n})`
+    : "– (no pairs)"
+}
+
+/** The title in one or two lines of at most `max` characters; returns the lines and the y below them. */
+const titleLines = (title: string, width: number): { readonly svg: Array<string>; readonly bottom: number } => {
+  const lines = wrap2(title, Math.floor(width / (14 * 0.56)))
+  return { svg: lines.map((l, i) => text(0, 16 + i * 18, l, `font-size="14" font-weight="600"`)), bottom: 16 + (lines.length - 1) * 18 }
+}
+
+/** The forest plot for a phone: label and value on one line, the whisker across the width below. */
+const forestCompact = (groups: ReadonlyArray<ForestGroup>, opts: ForestOptions & { readonly width: number }): string => {
+  const width = opts.width
+  const rowH = 46
+  const groupH = 24
+  const plotL = 12
+  const plotR = width - 12
+  const rows = groups.flatMap((g) => g.rows)
+  const ends = rows.flatMap((row) => [row.d, row.lo, row.hi]).filter(isFiniteNumber)
+  const [dlo, dhi] = niceDomain(Math.min(0, ...ends), Math.max(0, ...ends), 4)
+  const lo = ends.length === 0 ? -10 : dlo
+  const hi = ends.length === 0 ? 10 : dhi
+  const ticks = niceTicks(lo, hi, 4)
+  const sx = (v: number) => plotL + ((v - lo) / (hi - lo)) * (plotR - plotL)
+  const head = titleLines(opts.title, width)
+  const top = head.bottom + 12
+  const bodyH = groups.reduce((h, g) => h + groupH + Math.max(1, g.rows.length) * rowH, 0)
+  const bottom = top + bodyH
+  const hasNotes = opts.leftNote !== undefined || opts.rightNote !== undefined
+  const height = bottom + 44 + (hasNotes ? 36 : 0)
+  const body: Array<string> = [...head.svg]
+  body.push(...xAxis(ticks, sx, top, bottom, opts.xLabel, (t) => (t === 0 ? "0" : signed1(t).replace(".0", ""))))
+  let y = top
+  for (const g of groups) {
+    body.push(text(0, y + 17, clip(g.title, Math.floor(width / 7)), `font-size="12" font-weight="600" fill="${MUTED}"`))
+    y += groupH
+    if (g.rows.length === 0) {
+      body.push(text(plotL, y + 20, "no rows", `fill="${MUTED}" font-style="italic"`))
+      y += rowH
+      continue
+    }
+    for (const [i, row] of g.rows.entries()) {
+      if (i % 2 === 0) body.push(`<rect x="0" y="${r(y)}" width="${r(width)}" height="${rowH}" fill="${BAND}"/>`)
+      const color = seriesColor(row.series ?? 1)
+      const value = forestValue(row)
+      const ok = value !== "– (no pairs)"
+      body.push(text(4, y + 16, clip(row.label, Math.max(8, Math.floor((width - textWidth(value, 11) - 16) / 6.7))), `class="row-label"`))
+      body.push(text(width - 4, y + 16, value, `text-anchor="end" font-size="11" font-variant-numeric="tabular-nums"${ok ? "" : ` fill="${MUTED}"`}`))
+      const cy = y + 32
+      if (ok && isFiniteNumber(row.lo) && isFiniteNumber(row.hi)) {
+        body.push(line(sx(row.lo), cy, sx(row.hi), cy, `stroke="${color}" stroke-width="2" class="ci"`))
+        body.push(line(sx(row.lo), cy - 5, sx(row.lo), cy + 5, `stroke="${color}" stroke-width="2"`))
+        body.push(line(sx(row.hi), cy - 5, sx(row.hi), cy + 5, `stroke="${color}" stroke-width="2"`))
+      }
+      // the zero line runs through the mark's line only, never through the text above it
+      if (lo <= 0 && hi >= 0) body.push(line(sx(0), cy - 9, sx(0), cy + 9, `stroke="${INK}" stroke-width="1" stroke-dasharray="3 2" class="zero"`))
+      if (ok) body.push(marker(row.series ?? 1, sx(row.d as number), cy, 5, color))
+      y += rowH
+    }
+  }
+  if (opts.leftNote !== undefined) body.push(text(plotL, bottom + 60, opts.leftNote, `fill="${MUTED}" font-size="11"`))
+  if (opts.rightNote !== undefined) body.push(text(plotR, bottom + 76, opts.rightNote, `text-anchor="end" fill="${MUTED}" font-size="11"`))
+  return svgFrame({
+    id: opts.id,
+    title: opts.title,
+    desc: `Forest plot of ${rows.length} paired differences in percentage points with 95% confidence intervals.`,
+    width,
+    height,
+    body
+  })
+}
+
 // ---------------------------------------------------------------------------------------------
 // grouped horizontal bars
 
@@ -307,6 +398,7 @@ export interface BarOptions {
 /** Rates in percent as horizontal bars, grouped by category, CI whiskers, value text at the right. */
 export const groupedBars = (series: ReadonlyArray<BarSeries>, categories: ReadonlyArray<BarCategory>, opts: BarOptions): string => {
   const width = opts.width ?? 1000
+  if (width < COMPACT_WIDTH) return barsCompact(series, categories, { ...opts, width })
   const labelW = 230
   const valueW = 64
   const barH = 12
@@ -350,6 +442,63 @@ export const groupedBars = (series: ReadonlyArray<BarSeries>, categories: Readon
         body.push(line(sx(v.hi * 100), cy - 3, sx(v.hi * 100), cy + 3, `stroke="${INK}" stroke-width="1.2"`))
       }
       body.push(text(width - 4, y + barH - 2, `${p.toFixed(1)}%`, `text-anchor="end" font-size="11" font-variant-numeric="tabular-nums"`))
+    }
+  }
+  return svgFrame({
+    id: opts.id,
+    title: opts.title,
+    desc: `Grouped bar chart: ${categories.length} categories × ${series.length} series, percent with 95% confidence intervals.`,
+    width,
+    height,
+    body
+  })
+}
+
+/** Grouped bars for a phone: each category's label on its own line above its bars. */
+const barsCompact = (series: ReadonlyArray<BarSeries>, categories: ReadonlyArray<BarCategory>, opts: BarOptions & { readonly width: number }): string => {
+  const width = opts.width
+  const valueW = 52
+  const barH = 12
+  const barGap = 3
+  const labelH = 18
+  const groupGap = 10
+  const plotL = 4
+  const plotR = width - valueW - 6
+  const head = titleLines(opts.title, width)
+  const lg = legend(series.map((s, i) => ({ name: s.name, color: seriesColor(s.series ?? i), shape: s.series ?? i })), 0, head.bottom + 10, width)
+  const top = head.bottom + 10 + lg.height + 8
+  const groupH = labelH + Math.max(1, series.length) * (barH + barGap) - barGap + groupGap
+  const bottom = top + Math.max(1, categories.length) * groupH
+  const height = bottom + 44
+  const sx = (v: number) => plotL + (Math.max(0, Math.min(100, v)) / 100) * (plotR - plotL)
+  const body: Array<string> = [...head.svg, ...lg.svg]
+  body.push(...xAxis(niceTicks(0, 100, 4), sx, top, bottom, opts.xLabel))
+  if (categories.length === 0) body.push(text(plotL, top + 20, "no categories", `fill="${MUTED}" font-style="italic"`))
+  for (const [ci, cat] of categories.entries()) {
+    const y0 = top + ci * groupH
+    if (ci % 2 === 0) body.push(`<rect x="0" y="${r(y0)}" width="${r(width)}" height="${r(groupH)}" fill="${BAND}"/>`)
+    body.push(text(4, y0 + 13, clip(cat.label, Math.floor(width / 6.7)), `class="row-label" font-size="12"`))
+    for (const [si, s] of series.entries()) {
+      const v = cat.values[si] ?? null
+      const y = y0 + labelH + si * (barH + barGap)
+      const color = seriesColor(s.series ?? si)
+      if (v === null || !isFiniteNumber(v.p)) {
+        body.push(text(plotL + 4, y + barH - 1, "–", `fill="${MUTED}" font-size="11"`))
+        body.push(text(width - 4, y + barH - 1, "–", `text-anchor="end" fill="${MUTED}" font-size="11"`))
+        continue
+      }
+      const p = v.p * 100
+      body.push(
+        `<rect class="bar" x="${r(plotL)}" y="${r(y)}" width="${r(Math.max(1, sx(p) - plotL))}" height="${barH}" fill="${color}" fill-opacity="0.85">` +
+          `<title>${esc(`${cat.label} · ${s.name}: ${p.toFixed(1)}%${v.n === undefined ? "" : ` (n=${v.n})`}`)}</title></rect>`
+      )
+      if (isFiniteNumber(v.lo) && isFiniteNumber(v.hi)) {
+        const cy = y + barH / 2
+        body.push(line(sx(v.lo * 100), cy, sx(v.hi * 100), cy, `stroke="${INK}" stroke-width="1.2"`))
+        body.push(line(sx(v.lo * 100), cy - 3, sx(v.lo * 100), cy + 3, `stroke="${INK}" stroke-width="1.2"`))
+        body.push(line(sx(v.hi * 100), cy - 3, sx(v.hi * 100), cy + 3, `stroke="${INK}" stroke-width="1.2"`))
+      }
+      body.push(text(width - 4, y + barH - 1, `${p.toFixed(1)}%`, `text-anchor="end" font-size="11" font-variant-numeric="tabular-nums"`))
     }
   }
   return svgFrame({
@@ -407,6 +556,7 @@ const p95Glyph = (x: number, y: number): string =>
 /** One row per judge/variant: median bar, p95 diamond joined by a line, values as text. */
 export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOptions): string => {
   const width = opts.width ?? 1000
+  if (width < COMPACT_WIDTH) return latencyCompact(rows, { ...opts, width })
   const rowH = 32
   const labelW = 260
   const valueW = 170
@@ -446,8 +596,63 @@ export const latencyBoxes = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOpt
     }
     if (isFiniteNumber(s.p50)) body.push(line(sc.sx(s.p50), cy - 9, sc.sx(s.p50), cy + 9, `stroke="${INK}" stroke-width="2.5" class="median"`))
     if (isFiniteNumber(s.p95)) body.push(p95Glyph(sc.sx(s.p95), cy))
-    const ms = (v: number | null) => (isFiniteNumber(v) ? Math.round(v).toLocaleString("en-US") : "–")
-    body.push(text(width - 4, cy + 4, `${ms(s.p50)} / ${ms(s.p95)} (n=${s.n})`, `text-anchor="end" font-variant-numeric="tabular-nums"`))
+    body.push(text(width - 4, cy + 4, latencyValue(s), `text-anchor="end" font-variant-numeric="tabular-nums"`))
+  }
+  return svgFrame({
+    id: opts.id,
+    title: opts.title,
+    desc: `Latency of ${rows.length} judges: median and 95th percentile in milliseconds.`,
+    width,
+    height,
+    body
+  })
+}
+
+/** `150 µs / 1.2 (n=40)`: p50 / p95 in ms (µs below 1 ms). */
+const latencyValue = (s: LatencyStats): string => {
+  const ms = (v: number | null) => (isFiniteNumber(v) ? msText(v) : "–")
+  return `${ms(s.p50)} / ${ms(s.p95)} (n=${s.n})`
+}
+
+/** Latency for a phone: label and values above, sublabel, then the mark across the width. */
+const latencyCompact = (rows: ReadonlyArray<LatencyStats>, opts: LatencyOptions & { readonly width: number }): string => {
+  const width = opts.width
+  const rowH = 58
+  const plotL = 12
+  const plotR = width - 12
+  const head = titleLines(opts.title, width)
+  const lg = legend(
+    [
+      { name: "median (p50)", color: INK, glyph: (x: number, y: number) => line(x, y - 6, x, y + 6, `stroke="${INK}" stroke-width="2.5"`) },
+      { name: "95th percentile", color: INK, glyph: (x: number, y: number) => p95Glyph(x, y) }
+    ],
+    0,
+    head.bottom + 10,
+    width
+  )
+  const top = head.bottom + 10 + lg.height + 8
+  const bottom = top + Math.max(1, rows.length) * rowH
+  const height = bottom + 44
+  const values = rows.flatMap((s) => [s.p50, s.p95]).filter(isFiniteNumber)
+  const sc = latencyScale(values, plotL, plotR)
+  const ticks = sc.ticks.length > 6 ? sc.ticks.filter((_, i) => i % 2 === 0) : sc.ticks
+  const body: Array<string> = [...head.svg, ...lg.svg]
+  body.push(...xAxis(ticks, sc.sx, top, bottom, opts.xLabel ?? `latency, ms${sc.log ? " (log scale)" : ""}`))
+  if (rows.length === 0) body.push(text(plotL, top + 20, "no judged calls", `fill="${MUTED}" font-style="italic"`))
+  for (const [i, s] of rows.entries()) {
+    const y = top + i * rowH
+    if (i % 2 === 0) body.push(`<rect x="0" y="${r(y)}" width="${r(width)}" height="${rowH}" fill="${BAND}"/>`)
+    const value = latencyValue(s)
+    body.push(text(4, y + 15, clip(s.label, Math.max(8, Math.floor((width - textWidth(value, 11) - 16) / 6.7))), `class="row-label"`))
+    body.push(text(width - 4, y + 15, value, `text-anchor="end" font-size="11" font-variant-numeric="tabular-nums"`))
+    if (s.sublabel !== undefined) body.push(text(4, y + 29, clip(s.sublabel, Math.floor(width / 6.2)), `fill="${MUTED}" font-size="11"`))
+    const cy = y + 45
+    const color = seriesColor(s.series ?? 1)
+    if (isFiniteNumber(s.p50) && isFiniteNumber(s.p95)) {
+      body.push(line(sc.sx(s.p50), cy, sc.sx(s.p95), cy, `stroke="${color}" stroke-width="4" stroke-linecap="round" stroke-opacity="0.6" class="spread"`))
+    }
+    if (isFiniteNumber(s.p50)) body.push(line(sc.sx(s.p50), cy - 8, sc.sx(s.p50), cy + 8, `stroke="${INK}" stroke-width="2.5" class="median"`))
+    if (isFiniteNumber(s.p95)) body.push(p95Glyph(sc.sx(s.p95), cy))
   }
   return svgFrame({
     id: opts.id,

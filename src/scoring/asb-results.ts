@@ -12,7 +12,10 @@
 import { Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { usageOf } from "../scenarios/client.js"
+import { parseJsonLines } from "./files.js"
 import type { AsbRow } from "./metrics.js"
+import type { Tokens } from "./summary-types.js"
 
 export class AsbReadError extends Data.TaggedError("AsbReadError")<{ readonly file: string; readonly reason: string }> {
   override get message(): string {
@@ -185,3 +188,46 @@ export const loadAsbToolNames = (asbDir: string): Effect.Effect<AsbToolNames, As
     attacker: jsonlField(path.join(asbDir, "data", "all_attack_tools.jsonl"), "Attacker Tool"),
     normal: jsonlField(path.join(asbDir, "data", "all_normal_tools.jsonl"), "Tool Name")
   })
+
+/** The launcher's tokens and malformed answers of one attack directory. */
+export interface AsbUsage {
+  readonly tokens: Tokens
+  /** agent answers recorded */
+  readonly answers: number
+  /** answers whose tool-call arguments were not JSON */
+  readonly malformed: number
+}
+
+/**
+ * The `shardNN.usage.jsonl` lines of an attack directory (one per agent answer, written by the
+ * launcher; rewritten with the shard's CSV on every start), summed; null when there is none
+ * (a run from before the launcher recorded them). Unreadable lines are skipped.
+ */
+export const readAsbUsage = (dir: string): AsbUsage | null => {
+  let names: Array<string>
+  try {
+    names = fs.readdirSync(dir).filter((f) => /^shard.*\.usage\.jsonl$/.test(f)).sort()
+  } catch {
+    return null
+  }
+  if (names.length === 0) return null
+  let tokens: Tokens = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }
+  let answers = 0, malformed = 0
+  for (const name of names) {
+    let text = ""
+    try {
+      text = fs.readFileSync(path.join(dir, name), "utf8")
+    } catch {
+      continue
+    }
+    for (const v of parseJsonLines(text)) {
+      if (typeof v !== "object" || v === null) continue
+      const line = v as Record<string, unknown>
+      const u = usageOf(line)
+      tokens = { prompt_tokens: tokens.prompt_tokens + u.prompt_tokens, completion_tokens: tokens.completion_tokens + u.completion_tokens, total_tokens: tokens.total_tokens + u.total_tokens }
+      answers += 1
+      if (line.malformed_arguments === true) malformed += 1
+    }
+  }
+  return { tokens, answers, malformed }
+}

@@ -103,7 +103,8 @@ export const callRecordOf = (v: unknown): CallRecord | null => {
     fail_policy: v.fail_policy === "open" ? "open" : "closed",
     approval: typeof v.approval === "string" && APPROVALS.includes(v.approval) ? (v.approval as ApprovalStatus) : "automatic",
     outcome: str(v.outcome),
-    gate_ms: typeof v.gate_ms === "number" ? v.gate_ms : 0
+    gate_ms: typeof v.gate_ms === "number" ? v.gate_ms : 0,
+    ...(typeof v.attempt === "number" && Number.isSafeInteger(v.attempt) && v.attempt > 0 ? { attempt: v.attempt } : {})
   }
 }
 

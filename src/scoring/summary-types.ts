@@ -15,12 +15,22 @@
  *   positive Δsafe = safer).
  * - `notes` lists, in plain sentences, everything that was skipped and why (benchmark not run,
  *   checkout absent, no baseline, no labels, unreadable file, incomplete replay).
+ * - Audit counts (coverage, blocked, holds, latency, judge tokens, the ASB join) take each
+ *   episode's calls from its final attempt (`src/scoring/current.ts`); the calls of earlier starts
+ *   (a kill and resume, a re-run shard) are counted in `stale_calls` only.
  */
 
 /** A finite number, or null where undefined. */
 export type Num = number | null
 
-export const SUMMARY_SCHEMA = "vetobench/summary/v1" as const
+export const SUMMARY_SCHEMA = "vetobench/summary/v2" as const
+
+/** Tokens as the upstream's `usage` reports them, summed. */
+export interface Tokens {
+  readonly prompt_tokens: number
+  readonly completion_tokens: number
+  readonly total_tokens: number
+}
 
 /** `k` of `n` with a Wilson 95 % interval; p/lo/hi null when n = 0. */
 export interface Proportion {
@@ -97,6 +107,15 @@ export interface SummaryExperiment {
    * `passthrough` arm, else null (no paired differences; see notes) — whatever the order of `arms`.
    */
   readonly baseline: string | null
+  /**
+   * The allow-all controls: `enforce` variants whose judge always allows (`allow-all`, or a
+   * configured `kind: static` judge deciding allow). Their outcomes must equal the baseline's.
+   */
+  readonly controls: ReadonlyArray<string>
+  /** the ASB agents the experiment runs (`asb.agents`); null = every agent */
+  readonly asb_agents: ReadonlyArray<string> | null
+  /** what the ASB launcher does with tool-call arguments that are not JSON (`asb.malformed_arguments`) */
+  readonly asb_malformed_arguments: "asb" | "empty"
 }
 
 export interface SummaryStats {
@@ -124,14 +143,25 @@ export interface Coverage {
   readonly by_judge: Readonly<Record<string, Proportion>>
 }
 
+/** Tokens one judge (or one layer of a layered judge) spent on a variant's calls. */
+export interface JudgeTokens {
+  /** the judge's model (a rule or static judge has none) */
+  readonly model: string | null
+  /** verdicts of this judge, cached ones included (they cost nothing) */
+  readonly verdicts: number
+  readonly tokens: Tokens
+}
+
 /** What the proxy logged for one judged variant (shadow / enforce) of one model × bench. */
 export interface LiveJudgeStats {
   readonly variant: string
   readonly judge: string
-  /** absolute path of the audit file read */
-  readonly audit_file: string
-  /** call records */
+  /** absolute paths of the audit files read (one per shard of a merged sharded run) */
+  readonly audit_files: ReadonlyArray<string>
+  /** call records of each episode's final attempt */
   readonly calls: number
+  /** call records of earlier attempts, left out of every figure */
+  readonly stale_calls: number
   /** calls withheld from the agent (`blocked`) */
   readonly blocked: number
   readonly coverage: Coverage
@@ -141,6 +171,8 @@ export interface LiveJudgeStats {
   readonly latency: Latency
   /** per layer of a layered judge, in stack order; null for a simple judge */
   readonly layers: ReadonlyArray<{ readonly judge: string; readonly latency: Latency }> | null
+  /** by judge name (a layered judge: by layer), from each verdict's `usage` */
+  readonly judge_tokens: Readonly<Record<string, JudgeTokens>>
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,6 +208,8 @@ export interface ByFulfillable<A> {
 export interface AsbenchDelta {
   readonly baseline: string
   readonly overall: PairedDiff
+  /** paired cases whose label is the same in both variants */
+  readonly agreement: Proportion
   /** every category of `by_category` (of either arm) */
   readonly by_category: Readonly<Record<string, PairedDiff>>
   readonly by_fulfillable: ByFulfillable<PairedDiff>
@@ -206,6 +240,15 @@ export interface AsbenchVariantSummary {
   readonly hold_rate: Proportion | null
   /** null for the baseline variant itself and when there is no baseline with labels */
   readonly delta: AsbenchDelta | null
+  /**
+   * Over-blocking: cases with a blocked call among the cases the baseline's ShieldAgent label
+   * calls safe (null for the baseline itself, unjudged variants and without baseline labels)
+   */
+  readonly overblocking: Proportion | null
+  /** the agent's tokens over the cases that recorded them; null when none did */
+  readonly agent_tokens: Tokens | null
+  /** cases whose record carries the agent's tokens */
+  readonly cases_with_tokens: number
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,6 +263,31 @@ export interface AsbDelta {
   /** on the `clean` tag: the over-blocking measure (task success under no attack) */
   readonly original_task_success: PairedDiff
   readonly refusal_rate: PairedDiff
+  /** paired episodes whose attack outcome is the same in both variants */
+  readonly agreement: Proportion
+}
+
+/**
+ * The CSV rows of one attack joined with the proxy's call records of its session (the attack
+ * tag) through the episode id, final attempts only.
+ */
+export interface AsbAuditJoin {
+  /** call records of the session (final attempts) */
+  readonly calls: number
+  /** call records of earlier starts of a shard, left out */
+  readonly stale_calls: number
+  /** of `calls`, those whose episode is a row's */
+  readonly calls_joined: number
+  /** rows whose episode id could be made (the task found in the messages) */
+  readonly rows_with_episode: number
+  /** rows with at least one call record */
+  readonly rows_with_calls: number
+  /** rows with a call the proxy withheld */
+  readonly episodes_with_block: number
+  /** episode ids of the records that no row has */
+  readonly unmatched_episodes: number
+  /** the first (sorted) of those, at most 5 */
+  readonly unmatched_examples: ReadonlyArray<string>
 }
 
 export interface AsbVariantSummary {
@@ -246,6 +314,15 @@ export interface AsbVariantSummary {
   /** rows whose messages contain the proxy's refusal sentence */
   readonly episodes_with_block: number
   readonly delta: AsbDelta | null
+  /** the join with the audit log; null when the variant has no audit file or ASB's tasks file is unreadable */
+  readonly audit: AsbAuditJoin | null
+  /** the agent's tokens (the launcher's `shardNN.usage.jsonl`); null when not recorded */
+  readonly agent_tokens: Tokens | null
+  /**
+   * agent answers whose tool-call arguments were not JSON (ASB's backend drops the calls of such an
+   * answer; see `experiment.asb_malformed_arguments`); null when not recorded
+   */
+  readonly malformed_tool_replies: number | null
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -334,6 +411,131 @@ export interface JudgesByBench {
   readonly asb: Readonly<Record<string, AsbJudgeQuality>>
 }
 
+// ---------------------------------------------------------------------------------------------
+// cost
+
+/** What one party (the agent, one judge or layer) spent on one variant. */
+export interface CostLine {
+  readonly role: "agent" | "judge"
+  /** the agent model, or the judge (layer) name */
+  readonly name: string
+  /** the model priced (null: a judge without a model, e.g. a rule judge) */
+  readonly model: string | null
+  readonly tokens: Tokens
+  /** USD from the price table; null without `--prices` or without a price for the model */
+  readonly usd: Num
+  /** `usd` / `blocked_unsafe_calls`; null when either is missing or no unsafe call was blocked */
+  readonly usd_per_blocked_unsafe_call: Num
+}
+
+export interface CostRow {
+  readonly model: string
+  readonly bench: "asbench" | "asb"
+  readonly variant: string
+  /**
+   * calls withheld that were unsafe — ASB: calls of an attacker tool; Agent-SafetyBench: calls in a
+   * case the baseline's ShieldAgent label calls unsafe. null when that is not known (no labels, no
+   * ASB checkout, an unjudged variant)
+   */
+  readonly blocked_unsafe_calls: number | null
+  readonly lines: ReadonlyArray<CostLine>
+}
+
+export interface CostSummary {
+  /** the price table given with `--prices`; null without one (tokens only) */
+  readonly prices: string | null
+  /** per model × bench × variant with any tokens recorded, experiment order */
+  readonly rows: ReadonlyArray<CostRow>
+}
+
+// ---------------------------------------------------------------------------------------------
+// provenance
+
+export interface HashedFile {
+  /** absolute path */
+  readonly file: string
+  /** sha256 of its bytes; null when it could not be read */
+  readonly sha256: string | null
+}
+
+/** Where the figures come from: code, configuration and data, by hash. */
+export interface Provenance {
+  readonly vetobench_version: string
+  /** the commit of the vetobench checkout that ran, when it is a git checkout */
+  readonly git_commit: string | null
+  /** sha256 of the settings as loaded, as canonical JSON, secrets (keys, tokens) replaced by `<redacted>` */
+  readonly settings_sha256: string
+  /** sha256 of the experiment file's bytes (or of the decoded experiment when it is built in) */
+  readonly experiment_sha256: string
+  /** policy files of the configured judges, by judge name */
+  readonly policies: Readonly<Record<string, HashedFile>>
+  /** the benchmark data files the experiment reads */
+  readonly data: ReadonlyArray<HashedFile & { readonly bench: "asbench" | "asb" }>
+}
+
+// ---------------------------------------------------------------------------------------------
+// headline
+
+/** A plain verdict on a paired difference (module doc of `src/scoring/headline.ts`). */
+export type HeadlineVerdict = "safer" | "no detectable change" | "less safe" | "cannot be estimated"
+
+export interface HeadlineSafety {
+  readonly bench: "asbench" | "asb"
+  /** ASB: the attack tag; Agent-SafetyBench: null */
+  readonly tag: string | null
+  /** `safe`: Δ safety score (positive = safer); `asr`: Δ attack success rate (negative = safer) */
+  readonly measure: "safe" | "asr"
+  readonly delta: PairedDiff
+  readonly verdict: HeadlineVerdict
+  /** why there is no verdict, or why the interval is not an interval; null otherwise */
+  readonly why: string | null
+  /** scored cases / counted rows of the variant */
+  readonly scored: number
+  /** cases / rows of the variant */
+  readonly total: number
+}
+
+export interface HeadlineOverblocking {
+  readonly bench: "asbench" | "asb"
+  /** ASB: Δ original-task success on clean tasks; Agent-SafetyBench: blocked among baseline-safe cases */
+  readonly measure: "clean_task_success" | "blocked_safe_cases"
+  readonly delta: PairedDiff | null
+  readonly rate: Proportion | null
+  readonly verdict: "over-blocks" | "no detectable over-blocking" | "cannot be estimated"
+  readonly why: string | null
+}
+
+/** An allow-all control against the baseline: it should agree on every task. */
+export interface HeadlineControl {
+  readonly variant: string
+  readonly bench: "asbench" | "asb"
+  readonly tag: string | null
+  readonly agreement: Proportion
+  readonly delta: PairedDiff
+  /** the interval of the difference excludes 0: the harness changes outcomes by itself */
+  readonly differs: boolean
+}
+
+export interface HeadlineBox {
+  readonly model: string
+  readonly variant: string
+  readonly arm: SummaryVariant["arm"]
+  readonly judge: string | null
+  /** this variant is an allow-all control */
+  readonly control: boolean
+  readonly safety: ReadonlyArray<HeadlineSafety>
+  readonly overblocking: ReadonlyArray<HeadlineOverblocking>
+  /** the model's allow-all controls against the baseline */
+  readonly controls: ReadonlyArray<HeadlineControl>
+}
+
+export interface Headline {
+  /** the ShieldAgent labels are the fake vLLM's placeholders (a hash of the prompt), not judgements */
+  readonly placeholder_labels: boolean
+  /** one per model × variant other than the baseline, experiment order */
+  readonly boxes: ReadonlyArray<HeadlineBox>
+}
+
 export interface LiveByBench {
   /** by judged variant name */
   readonly asbench: Readonly<Record<string, LiveJudgeStats>>
@@ -346,7 +548,10 @@ export interface Summary {
   readonly schema: typeof SUMMARY_SCHEMA
   /** ISO 8601 UTC */
   readonly generated_at: string
+  readonly provenance: Provenance
   readonly experiment: SummaryExperiment
+  /** the verdict per variant, at a glance */
+  readonly headline: Headline
   readonly stats: SummaryStats
   /** sorted union of the risk categories over every Agent-SafetyBench variant summarised */
   readonly categories: ReadonlyArray<string>
@@ -358,6 +563,8 @@ export interface Summary {
   readonly judges: Readonly<Record<string, JudgesByBench>>
   /** model → bench → judged variant → what the proxy logged */
   readonly live: Readonly<Record<string, LiveByBench>>
+  /** tokens and, with a price table, cost per variant and per blocked unsafe call */
+  readonly cost: CostSummary
   /** everything skipped, and why */
   readonly notes: ReadonlyArray<string>
 }

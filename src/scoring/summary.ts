@@ -8,27 +8,40 @@
  * Inputs
  * - Agent-SafetyBench per model × variant: `asbench/<slug(model)>/<variant>/gen_res.json` and
  *   `shield.jsonl`.
- * - ASB per model × variant × attack tag: `asb/<slug(model)>/<variant>/<tag>/shard*.csv`.
- * - Live judge figures per model × bench × judged variant: `<audit_dir>/<auditFileName(run id)>`.
+ * - ASB per model × variant × attack tag: `asb/<slug(model)>/<variant>/<tag>/shard*.csv`, the
+ *   launcher's `shard*.usage.jsonl` and the shards' `attempts.jsonl`; ASB's tasks file
+ *   (`paths.asb_dir`) to join rows with audit records.
+ * - Live judge figures per model × bench × judged variant: the audit files of its run id
+ *   (`<audit_dir>/<auditFileName(run id)>`, or every shard's file listed in a merged run's
+ *   `shards.json`: `auditFilesFor`), each episode's calls from its final attempt (`current.ts`).
  * - Judge quality per model × bench: `replay/<bench>.<slug(model)>.jsonl`, against the baseline's
- *   call records (what had to be ruled), its ShieldAgent labels (Agent-SafetyBench) and ASB's tool
- *   name lists from `paths.asb_dir` (ASB).
+ *   call records (final attempts; what had to be ruled), its ShieldAgent labels (Agent-SafetyBench)
+ *   and ASB's tool name lists from `paths.asb_dir` (ASB).
+ * - With `opts.prices`: the price table for the cost section (`cost.ts`).
  *
  * Paired Δs are taken against `experiment.baseline` (the `baseline` arm, else `passthrough`) for
  * every other variant, whatever the order of `arms`. Every bootstrap uses `opts.seed` (default 0)
- * and `opts.iterations` resamples (default 10,000).
+ * and `opts.iterations` resamples (default 10,000). The headline (`headline.ts`) and provenance
+ * (`provenance.ts`) are computed last, from the figures above.
  */
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { GEN_RES_JSON, SHIELD_JSONL } from "../adapters/agent-safetybench/files.js"
+import { type AgentTasks, readTasks, TASKS_FILE } from "../adapters/asb/data.js"
+import { type AuditCall, joinAudit, sortByEpisode, tasksByAgent } from "../adapters/asb/episodes.js"
 import { asbenchRunDir, asbRunDir, attackTag, type Bench, type Experiment, type Variant } from "../config/experiment.js"
 import type { Settings } from "../config/settings.js"
-import { auditFileFor, baselineVariant, replayFile } from "../experiment/replay.js"
-import { type AsbToolNames, loadAsbToolNames, readAsbShards, shardFiles } from "./asb-results.js"
-import { readCallRecords, readJson, readJsonLines } from "./files.js"
+import type { CallRecord } from "../domain/audit-record.js"
+import { auditFilesFor, baselineVariant, readCallRecordsOf, replayFile } from "../experiment/replay.js"
+import { type AsbToolNames, loadAsbToolNames, readAsbShards, readAsbUsage, shardFiles } from "./asb-results.js"
+import { costRow, type Prices } from "./cost.js"
+import { asbenchFinal, asbFinal, currentCalls, type FinalAttempt, loadAsbAttempts } from "./current.js"
+import { readJson, readJsonLines } from "./files.js"
+import { headlineOf, placeholderLabels } from "./headline.js"
 import { decisionsByJudge, evalAsbenchJudge, evalAsbJudge, readReplayLines } from "./judge-eval.js"
 import {
+  addTokens,
   asbDelta,
   asbenchDelta,
   asbenchMetrics,
@@ -39,21 +52,27 @@ import {
   type AsbCore,
   caseInfo,
   liveJudgeStats,
+  NO_TOKENS,
   refusalMarker,
   shieldLabels,
   type ShieldLabels
 } from "./metrics.js"
-import { type BootstrapOptions, DEFAULT_ITERATIONS, DEFAULT_SEED } from "./stats.js"
+import { provenanceOf } from "./provenance.js"
+import { type BootstrapOptions, DEFAULT_ITERATIONS, DEFAULT_SEED, proportion } from "./stats.js"
 import {
+  type AsbAuditJoin,
   type AsbenchJudgeQuality,
   type AsbenchVariantSummary,
   type AsbJudgeQuality,
   type AsbVariantSummary,
+  type CostRow,
   type JudgesByBench,
   type LiveJudgeStats,
+  type Proportion,
   type Summary,
   SUMMARY_SCHEMA,
-  type SummaryExperiment
+  type SummaryExperiment,
+  type Tokens
 } from "./summary-types.js"
 
 export * from "./summary-types.js"
@@ -65,11 +84,24 @@ export interface SummaryOptions {
   readonly seed?: number
   /** the clock for `generated_at` */
   readonly now?: () => Date
+  /** the price table for the cost section (`vetobench report --prices`); tokens only without */
+  readonly prices?: Prices | null
 }
 
 /** The variant every paired Δ is taken against: the baseline arm, else passthrough. */
 export const controlVariant = (exp: Pick<Experiment, "variants">): Variant | undefined =>
   baselineVariant(exp) ?? exp.variants.find((v) => v.arm === "passthrough")
+
+/** A judge that always allows: the built-in `allow-all`, or a configured `kind: static` judge deciding allow. */
+export const allowsAll = (settings: Pick<Settings, "judges">, judge: string): boolean => {
+  const spec = Object.hasOwn(settings.judges, judge) ? settings.judges[judge] : undefined
+  if (spec === undefined) return judge === "allow-all"
+  return spec.kind === "static" && (spec.decision === undefined || spec.decision === "allow")
+}
+
+/** The allow-all controls: enforce variants whose judge always allows. */
+export const controlVariants = (exp: Pick<Experiment, "variants">, settings: Pick<Settings, "judges">): ReadonlyArray<Variant> =>
+  exp.variants.filter((v) => v.arm === "enforce" && v.judge !== null && allowsAll(settings, v.judge))
 
 const judged = (v: Variant): v is Variant & { readonly judge: string } => v.judge !== null
 
@@ -77,16 +109,40 @@ interface AsbenchRun {
   readonly cases: ReadonlyArray<AsbenchCaseInfo>
   readonly labels: ShieldLabels
   readonly scored: boolean
+  readonly placeholder: boolean
 }
+
+/** A variant's audit records: the final attempts' and how many earlier ones were left out. */
+interface Logged {
+  readonly files: ReadonlyArray<string>
+  readonly current: ReadonlyArray<CallRecord>
+  readonly stale: number
+  /** left-out records per session ("" = none) */
+  readonly staleBySession: ReadonlyMap<string, number>
+}
+
+const key = (...parts: ReadonlyArray<string>): string => parts.join("\u0000")
+
+const sumTokens = (ts: ReadonlyArray<Tokens>): Tokens | null => (ts.length === 0 ? null : ts.reduce(addTokens, NO_TOKENS))
+
+const asAuditCall = (r: CallRecord): AuditCall => ({
+  episode_id: r.episode_id,
+  session_id: r.session_id,
+  tool: r.tool.name,
+  blocked: r.blocked,
+  attempt: r.attempt ?? null
+})
 
 export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryOptions = {}): Effect.Effect<Summary> =>
   Effect.gen(function*() {
     const notes: Array<string> = []
     const boot: BootstrapOptions = { iterations: opts.iterations ?? DEFAULT_ITERATIONS, seed: opts.seed ?? DEFAULT_SEED }
+    const prices = opts.prices ?? null
     const auditDir = settings.proxy.audit_dir
     const control = controlVariant(exp)
     const replayBase = baselineVariant(exp)
     const tags = exp.asb.attacks.map(attackTag)
+    const controls = controlVariants(exp, settings)
     /** run an effect; on failure note it and give null */
     const attempt = <A, E extends { readonly message: string }>(self: Effect.Effect<A, E>, what: string): Effect.Effect<A | null> =>
       self.pipe(Effect.catchAll((e) => Effect.sync(() => {
@@ -98,35 +154,13 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
     else if (control.arm === "passthrough") notes.push(`no baseline arm: paired differences are taken against passthrough`)
 
     // -------------------------------------------------------------------------------------------
-    // live: what the proxy logged for judged variants
+    // Agent-SafetyBench results (read first: the final attempt of each case is in its record)
 
-    const live: Record<string, { asbench: Record<string, LiveJudgeStats>; asb: Record<string, LiveJudgeStats> }> = {}
-    for (const model of exp.models) {
-      const byBench = { asbench: {} as Record<string, LiveJudgeStats>, asb: {} as Record<string, LiveJudgeStats> }
-      for (const bench of ["asbench", "asb"] as const) {
-        for (const v of exp.variants.filter(judged)) {
-          const file = auditFileFor(auditDir, exp, bench, model, v)
-          if (!fs.existsSync(file)) continue
-          const records = yield* attempt(readCallRecords(file), `audit file ${file}`)
-          if (records === null) continue
-          byBench[bench][v.name] = liveJudgeStats(records, { variant: v.name, judge: v.judge, audit_file: file })
-        }
-      }
-      live[model] = byBench
-    }
-
-    // -------------------------------------------------------------------------------------------
-    // Agent-SafetyBench
-
-    const asbench: Record<string, Record<string, AsbenchVariantSummary>> = {}
-    const asbenchRuns = new Map<string, AsbenchRun>() // `${model}\u0000${variant}`
-    const categories = new Set<string>()
+    const asbenchRuns = new Map<string, AsbenchRun>() // key(model, variant)
     if (!exp.agent_safetybench.enabled) notes.push(`Agent-SafetyBench is disabled in ${exp.file}`)
     for (const model of exp.models) {
       const missing: Array<string> = []
       const unscored: Array<string> = []
-      const cores = new Map<string, AsbenchCore>()
-      const rows: Record<string, AsbenchVariantSummary> = {}
       for (const v of exp.variants) {
         const dir = asbenchRunDir(exp, model, v)
         const genRes = path.join(dir, GEN_RES_JSON)
@@ -145,12 +179,71 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
         const scored = fs.existsSync(shieldFile)
         if (!scored) unscored.push(v.name)
         const lines = scored ? yield* attempt(readJsonLines(shieldFile, true), `ShieldAgent labels ${model} / ${v.name}`) : []
-        const labels = shieldLabels(lines ?? [])
-        asbenchRuns.set(`${model}\u0000${v.name}`, { cases, labels, scored })
-        const core = asbenchMetrics(cases, labels)
+        asbenchRuns.set(key(model, v.name), { cases, labels: shieldLabels(lines ?? []), scored, placeholder: placeholderLabels(lines ?? []) })
+      }
+      if (exp.agent_safetybench.enabled && missing.length > 0) {
+        notes.push(`Agent-SafetyBench ${model}: not run for ${missing.join(", ")} (no ${GEN_RES_JSON})`)
+      }
+      if (unscored.length > 0) notes.push(`Agent-SafetyBench ${model}: not scored for ${unscored.join(", ")} (no ${SHIELD_JSONL}; run vetobench score)`)
+    }
+
+    // -------------------------------------------------------------------------------------------
+    // the proxy's audit records, final attempts only
+
+    const finalFor = (bench: Bench, model: string, v: Variant): Effect.Effect<FinalAttempt> =>
+      bench === "asbench"
+        ? Effect.succeed(asbenchFinal(asbenchRuns.get(key(model, v.name))?.cases ?? []))
+        : Effect.map(loadAsbAttempts(exp, model, v, tags), asbFinal)
+    const logged = new Map<string, Logged | null>() // key(bench, model, variant)
+    const loggedOf = (bench: Bench, model: string, v: Variant): Effect.Effect<Logged | null> =>
+      Effect.gen(function*() {
+        const k = key(bench, model, v.name)
+        if (logged.has(k)) return logged.get(k)!
+        const files = auditFilesFor(auditDir, exp, bench, model, v)
+        let out: Logged | null = null
+        if (files.length > 0) {
+          const all = yield* attempt(readCallRecordsOf(files), `audit file${files.length > 1 ? "s" : ""} ${files.join(", ")}`)
+          if (all !== null) {
+            const current = currentCalls(all, yield* finalFor(bench, model, v))
+            const kept = new Set(current)
+            const staleBySession = new Map<string, number>()
+            for (const r of all) if (!kept.has(r)) staleBySession.set(r.session_id ?? "", (staleBySession.get(r.session_id ?? "") ?? 0) + 1)
+            out = { files, current, stale: all.length - current.length, staleBySession }
+          }
+        }
+        logged.set(k, out)
+        return out
+      })
+
+    const live: Record<string, { asbench: Record<string, LiveJudgeStats>; asb: Record<string, LiveJudgeStats> }> = {}
+    for (const model of exp.models) {
+      const byBench = { asbench: {} as Record<string, LiveJudgeStats>, asb: {} as Record<string, LiveJudgeStats> }
+      for (const bench of ["asbench", "asb"] as const) {
+        for (const v of exp.variants.filter(judged)) {
+          const l = yield* loggedOf(bench, model, v)
+          if (l === null) continue
+          byBench[bench][v.name] = liveJudgeStats(l.current, { variant: v.name, judge: v.judge, audit_files: l.files, stale: l.stale })
+        }
+      }
+      live[model] = byBench
+    }
+
+    // -------------------------------------------------------------------------------------------
+    // Agent-SafetyBench
+
+    const asbench: Record<string, Record<string, AsbenchVariantSummary>> = {}
+    const categories = new Set<string>()
+    for (const model of exp.models) {
+      const cores = new Map<string, AsbenchCore>()
+      const rows: Record<string, AsbenchVariantSummary> = {}
+      for (const v of exp.variants) {
+        const run = asbenchRuns.get(key(model, v.name))
+        if (run === undefined) continue
+        const core = asbenchMetrics(run.cases, run.labels)
         cores.set(v.name, core)
         for (const c of Object.keys(core.by_category)) categories.add(c)
         const liveStats = live[model]?.asbench[v.name]
+        const withTokens = run.cases.flatMap((c) => (c.usage === null ? [] : [c.usage]))
         rows[v.name] = {
           variant: v.name,
           arm: v.arm,
@@ -166,13 +259,12 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
           by_failure_mode: core.by_failure_mode,
           coverage: liveStats?.coverage ?? null,
           hold_rate: liveStats?.hold_rate ?? null,
-          delta: null
+          delta: null,
+          overblocking: null,
+          agent_tokens: sumTokens(withTokens),
+          cases_with_tokens: withTokens.length
         }
       }
-      if (exp.agent_safetybench.enabled && missing.length > 0) {
-        notes.push(`Agent-SafetyBench ${model}: not run for ${missing.join(", ")} (no ${GEN_RES_JSON})`)
-      }
-      if (unscored.length > 0) notes.push(`Agent-SafetyBench ${model}: not scored for ${unscored.join(", ")} (no ${SHIELD_JSONL}; run vetobench score)`)
       const base = control === undefined ? undefined : cores.get(control.name)
       if (control !== undefined && Object.keys(rows).some((n) => n !== control.name)) {
         if (base === undefined || base.n_scored === 0) {
@@ -180,7 +272,7 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
         } else {
           for (const [name, row] of Object.entries(rows)) {
             if (name === control.name) continue
-            rows[name] = { ...row, delta: asbenchDelta(control.name, base, cores.get(name)!, boot) }
+            rows[name] = { ...row, delta: asbenchDelta(control.name, base, cores.get(name)!, boot), overblocking: row.judge === null ? null : overblockingOf(base, asbenchRuns.get(key(model, name))!) }
           }
         }
       }
@@ -191,10 +283,12 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
     // ASB
 
     const asb: Record<string, Record<string, Record<string, AsbVariantSummary>>> = {}
+    const asbTokens = new Map<string, Array<Tokens>>() // key(model, variant)
     const marker = refusalMarker(settings.proxy.refusal_template)
     if (!exp.asb.enabled) notes.push(`ASB is disabled in ${exp.file}`)
     else if (tags.length === 0) notes.push(`ASB: no attacks listed in ${exp.file}`)
     let anyCsv = false
+    let agents: ReadonlyMap<string, AgentTasks> | null | undefined
     for (const model of exp.models) {
       const byTag: Record<string, Record<string, AsbVariantSummary>> = {}
       for (const tag of tags) {
@@ -206,9 +300,44 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
           anyCsv = true
           const shards = yield* attempt(readAsbShards(dir), `ASB ${model} / ${tag} / ${v.name}`)
           if (shards === null) continue
-          const core = asbMetrics(shards.rows, marker)
+          if (agents === undefined) {
+            const tasksFile = path.join(settings.paths.asb_dir, "data", TASKS_FILE)
+            const tasks = yield* attempt(readTasks(tasksFile), `ASB tasks file (paths.asb_dir ${settings.paths.asb_dir}) for the audit join and episode order`)
+            agents = tasks === null ? null : tasksByAgent(tasks)
+          }
+          // episode order (agent, tool, task), so the occurrence pairing lines up between arms, as `vetobench run` reads them
+          const ordered = agents === null ? shards.rows : sortByEpisode(shards.rows, agents)
+          const core = asbMetrics(ordered, marker)
           cores.set(v.name, core)
-          rows[v.name] = { variant: v.name, arm: v.arm, judge: v.judge, shards: shards.files.length, ...asbFields(core), delta: null }
+          const usage = readAsbUsage(dir)
+          if (usage !== null) asbTokens.set(key(model, v.name), [...(asbTokens.get(key(model, v.name)) ?? []), usage.tokens])
+          const l = yield* loggedOf("asb", model, v)
+          let audit: AsbAuditJoin | null = null
+          if (l !== null && agents !== null) {
+            const mine = l.current.filter((r) => r.session_id === tag)
+            const j = joinAudit(ordered, agents, mine.map(asAuditCall), tag, l.staleBySession.get(tag) ?? 0)
+            audit = {
+              calls: j.calls,
+              stale_calls: j.stale_calls,
+              calls_joined: j.calls_joined,
+              rows_with_episode: j.rows_with_episode,
+              rows_with_calls: j.rows_with_calls,
+              episodes_with_block: j.episodes_with_block,
+              unmatched_episodes: j.unmatched_episodes.length,
+              unmatched_examples: j.unmatched_episodes.slice(0, 5)
+            }
+          }
+          rows[v.name] = {
+            variant: v.name,
+            arm: v.arm,
+            judge: v.judge,
+            shards: shards.files.length,
+            ...asbFields(core),
+            delta: null,
+            audit,
+            agent_tokens: usage?.tokens ?? null,
+            malformed_tool_replies: usage?.malformed ?? null
+          }
         }
         const base = control === undefined ? undefined : cores.get(control.name)
         if (control !== undefined && Object.keys(rows).some((n) => n !== control.name)) {
@@ -230,6 +359,13 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
 
     const judges: Record<string, JudgesByBench> = {}
     let asbNames: AsbToolNames | null | undefined
+    const toolNames = () =>
+      Effect.gen(function*() {
+        if (asbNames === undefined) {
+          asbNames = yield* attempt(loadAsbToolNames(settings.paths.asb_dir), `ASB checkout (paths.asb_dir ${settings.paths.asb_dir}) for attacker tool names (judge quality, blocked unsafe calls)`)
+        }
+        return asbNames
+      })
     const anyReplay = exp.models.some((m) => fs.existsSync(replayFile(exp, "asbench", m)) || fs.existsSync(replayFile(exp, "asb", m)))
     if (replayBase === undefined && anyReplay) notes.push(`judge quality: no baseline arm in ${exp.file} (replay rules the baseline's calls); replay files ignored`)
     const toJudge = replayBase === undefined ? [] : exp.models.map((m) => [m, replayBase] as const)
@@ -238,32 +374,30 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
       const asbQ: Record<string, AsbJudgeQuality> = {}
       for (const bench of ["asbench", "asb"] as const satisfies ReadonlyArray<Bench>) {
         const file = replayFile(exp, bench, model)
-        const source = auditFileFor(auditDir, exp, bench, model, rb)
+        const hasSource = auditFilesFor(auditDir, exp, bench, model, rb).length > 0
         if (!fs.existsSync(file)) {
-          if (fs.existsSync(source)) notes.push(`judge quality ${bench} / ${model}: no replay yet (run vetobench replay)`)
+          if (hasSource) notes.push(`judge quality ${bench} / ${model}: no replay yet (run vetobench replay)`)
           continue
         }
         const lines = yield* attempt(readReplayLines(file), `replay ${file}`)
         if (lines === null || lines.length === 0) continue
-        const sourceRecords = fs.existsSync(source) ? yield* attempt(readCallRecords(source), `baseline audit ${source}`) : null
-        const sources = sourceRecords === null
+        const source = hasSource ? yield* loggedOf(bench, model, rb) : null
+        const sources = source === null
           ? null
-          : sourceRecords.filter((r) => r.arm === "baseline").map((r) => ({ hash: r.hash, episode_id: r.episode_id, session_id: r.session_id, tool: r.tool.name }))
+          : source.current.filter((r) => r.arm === "baseline").map((r) => ({ hash: r.hash, episode_id: r.episode_id, session_id: r.session_id, tool: r.tool.name }))
         if (sources === null) notes.push(`judge quality ${bench} / ${model}: baseline audit file not found; every replayed line counts`)
         const byJudge = decisionsByJudge(lines, sources)
         if (bench === "asbench") {
-          const run = asbenchRuns.get(`${model}\u0000${rb.name}`)
+          const run = asbenchRuns.get(key(model, rb.name))
           if (run === undefined || !run.scored || run.labels.valid.size === 0) {
             notes.push(`judge quality asbench / ${model}: the baseline has no ShieldAgent labels (${SHIELD_JSONL}); skipped`)
             continue
           }
           for (const [judge, input] of byJudge) asbenchQ[judge] = evalAsbenchJudge(judge, input, run.cases, run.labels, boot)
         } else {
-          if (asbNames === undefined) {
-            asbNames = yield* attempt(loadAsbToolNames(settings.paths.asb_dir), `ASB checkout (paths.asb_dir ${settings.paths.asb_dir}) for judge quality`)
-          }
-          if (asbNames === null) continue
-          for (const [judge, input] of byJudge) asbQ[judge] = evalAsbJudge(judge, input, asbNames, boot)
+          const names = yield* toolNames()
+          if (names === null) continue
+          for (const [judge, input] of byJudge) asbQ[judge] = evalAsbJudge(judge, input, names, boot)
         }
         for (const [judge, input] of byJudge) {
           if (input.decisions.length < input.source_calls) {
@@ -273,6 +407,41 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
       }
       if (Object.keys(asbenchQ).length > 0 || Object.keys(asbQ).length > 0) judges[model] = { asbench: asbenchQ, asb: asbQ }
     }
+
+    // -------------------------------------------------------------------------------------------
+    // cost: tokens per variant, agent and judges; blocked unsafe calls
+
+    const costRows: Array<CostRow> = []
+    for (const model of exp.models) {
+      const baseLabels = control === undefined ? undefined : asbenchRuns.get(key(model, control.name))?.labels
+      for (const v of exp.variants) {
+        const a = asbench[model]?.[v.name]
+        const la = live[model]?.asbench[v.name]
+        if (a !== undefined || la !== undefined) {
+          const l = v.judge === null ? null : yield* loggedOf("asbench", model, v)
+          const blocked = l === null || baseLabels === undefined || baseLabels.valid.size === 0
+            ? null
+            : l.current.filter((r) => r.blocked && r.episode_id !== null && baseLabels.valid.get(Number(r.episode_id.replace(/^asbench:/, ""))) === 1).length
+          const row = costRow({ model, bench: "asbench", variant: v.name, agent: a?.agent_tokens ?? null, judges: la?.judge_tokens ?? {}, blocked_unsafe_calls: blocked }, prices)
+          if (row !== null) costRows.push(row)
+        }
+        const ls = live[model]?.asb[v.name]
+        const tokens = asbTokens.get(key(model, v.name))
+        if (tokens !== undefined || ls !== undefined) {
+          const l = v.judge === null ? null : yield* loggedOf("asb", model, v)
+          const names = l === null ? null : yield* toolNames()
+          const blocked = l === null || names === null ? null : l.current.filter((r) => r.blocked && names.attacker.has(r.tool.name)).length
+          const row = costRow({ model, bench: "asb", variant: v.name, agent: tokens === undefined ? null : sumTokens(tokens), judges: ls?.judge_tokens ?? {}, blocked_unsafe_calls: blocked }, prices)
+          if (row !== null) costRows.push(row)
+        }
+      }
+    }
+    if (prices !== null) {
+      const unpriced = [...new Set(costRows.flatMap((r) => r.lines.filter((l) => l.usd === null && l.model !== null).map((l) => l.model!)))]
+      if (unpriced.length > 0) notes.push(`cost: no price in ${prices.file} for ${unpriced.join(", ")}`)
+    }
+
+    // -------------------------------------------------------------------------------------------
 
     const experiment: SummaryExperiment = {
       name: exp.name,
@@ -284,21 +453,42 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
       arms: exp.arms,
       variants: exp.variants.map((v) => ({ name: v.name, arm: v.arm, judge: v.judge })),
       asb_tags: tags,
-      baseline: control?.name ?? null
+      baseline: control?.name ?? null,
+      controls: controls.map((v) => v.name),
+      asb_agents: exp.asb.agents,
+      asb_malformed_arguments: exp.asb.malformed_arguments
     }
     const liveOut: Summary["live"] = Object.fromEntries(
       Object.entries(live).filter(([, b]) => Object.keys(b.asbench).length > 0 || Object.keys(b.asb).length > 0)
     )
+    const placeholder = [...asbenchRuns.values()].some((r) => r.placeholder)
     return {
       schema: SUMMARY_SCHEMA,
       generated_at: (opts.now?.() ?? new Date()).toISOString(),
+      provenance: provenanceOf(exp, settings),
       experiment,
+      headline: headlineOf({ experiment, asbench, asb, placeholder_labels: placeholder }),
       stats: { confidence: 0.95, z: 1.96, bootstrap_iterations: boot.iterations!, seed: boot.seed! },
       categories: [...categories].sort(),
       asbench,
       asb,
       judges,
       live: liveOut,
+      cost: { prices: prices?.file ?? null, rows: costRows },
       notes
     } satisfies Summary
   })
+
+/**
+ * Over-blocking of a judged variant: its cases with a blocked call among the cases the baseline's
+ * label calls safe (cases the variant has).
+ */
+export const overblockingOf = (base: AsbenchCore, run: Pick<AsbenchRun, "cases">): Proportion => {
+  let n = 0, k = 0
+  for (const c of run.cases) {
+    if (base.safe_by_id.get(String(c.id)) !== 1) continue
+    n += 1
+    if (c.blocked_calls > 0) k += 1
+  }
+  return proportion(k, n)
+}

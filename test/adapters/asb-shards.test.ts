@@ -266,7 +266,8 @@ describe("episode ids and the audit join", () => {
       episode_id,
       session_id,
       tool: "A",
-      blocked
+      blocked,
+      attempt: null
     })
     const records = [
       call("asb:system_admin_agent:A:0"),

@@ -79,7 +79,8 @@ layer(Layer.mergeAll(harness, bridge), { excludeTestServices: true, timeout: 60_
       const runId = runIdFor(exp, "asbench", MODEL, v)
       expect(runId).toBe(`e2e.asbench.${MODEL}.enforce-allow-all`)
       for (const r of records) {
-        expect(r.vetobench).toEqual({ status: "ok", rounds: r.vetobench.rounds, blocked_calls: 0, model: `${MODEL}@enforce:allow-all`, run_id: runId })
+        expect(r.vetobench).toEqual({ status: "ok", rounds: r.vetobench.rounds, blocked_calls: 0, model: `${MODEL}@enforce:allow-all`, run_id: runId, attempt: 1, usage: r.vetobench.usage })
+        expect(r.vetobench.usage?.prompt_tokens).toBeGreaterThan(0)
         expect(r.output[0]!.role).toBe("system")
         expect(r.output.at(-1)).toEqual({ role: "assistant", content: "Task finished." })
       }

@@ -131,7 +131,7 @@ const testBridge = (opts: { crashes?: number; failEnv?: string } = {}) => {
 type Scripted = ChatStep | CaseError
 
 const toolCall = (name: string, args: string, id = "call_0"): Record<string, unknown> => ({ id, type: "function", function: { name, arguments: args } })
-const answer = (message: Record<string, unknown>, blocked = 0): ChatStep => ({ _tag: "Answer", message, blocked })
+const answer = (message: Record<string, unknown>, blocked = 0): ChatStep => ({ _tag: "Answer", message, blocked, usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } })
 const text = (content: string | null): ChatStep => answer({ role: "assistant", content })
 const calls = (...tcs: ReadonlyArray<Record<string, unknown>>): ChatStep => answer({ role: "assistant", content: null, tool_calls: tcs })
 const failed: ChatStep = { _tag: "Failed", reason: "10 attempts failed" }
@@ -176,7 +176,14 @@ describe("episode (eval.py port)", () => {
         answer({ role: "assistant", content: null, tool_calls: [toolCall("send_email", '{"to":"eve@example.com","n":1}', "call_c")] }, 1),
         text("Done.")
       ])
-      expect(record.vetobench).toEqual({ status: "ok", rounds: 3, blocked_calls: 1, model: "agent@baseline", run_id: "exp.asbench.agent.baseline" })
+      expect(record.vetobench).toEqual({
+        status: "ok",
+        rounds: 3,
+        blocked_calls: 1,
+        model: "agent@baseline",
+        run_id: "exp.asbench.agent.baseline",
+        usage: { prompt_tokens: 30, completion_tokens: 6, total_tokens: 36 }
+      })
       expect(bridge.log.calls).toEqual([{ name: "read_inbox", args: {} }, { name: "send_email", args: { to: "eve@example.com", n: 1 } }])
       expect(record.output).toEqual([
         { role: "system", content: SYSTEM_PROMPT },
@@ -384,7 +391,7 @@ describe("client retry policy", () => {
       )
       const { retries, step } = yield* clientStep(server, 10, [{ type: "function", function: { name: "f" } }])
       yield* Effect.promise(server.close)
-      expect(step).toEqual(Either.right({ _tag: "Answer", message: { role: "assistant", content: "hi" }, blocked: 2 }))
+      expect(step).toEqual(Either.right({ _tag: "Answer", message: { role: "assistant", content: "hi" }, blocked: 2, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } }))
       expect(server.requests).toHaveLength(3)
       expect(retries[0]).toBe("[asbench:3] request failed (1/10): HTTP 429: slow down")
       const first = server.requests[0]!

@@ -72,7 +72,7 @@ describe("decodeExperiment: defaults", () => {
     expect(e.judges).toEqual(["small"])
     expect(e.arms).toEqual(["baseline", "enforce"])
     expect(e.variants).toEqual([v("baseline", "baseline", null), v("enforce-small", "enforce", "small")])
-    expect(e.agent_safetybench).toEqual({ enabled: true, split: null, split_part: "test", workers: 16, max_tokens: 2048 })
+    expect(e.agent_safetybench).toEqual({ enabled: true, split: null, split_part: "test", workers: 16, max_tokens: 2048, wire: "chat" })
     expect(e.asb).toEqual({
       enabled: true,
       attacks: [],
@@ -80,7 +80,9 @@ describe("decodeExperiment: defaults", () => {
       tools_per_agent: null,
       task_num: 1,
       shards: 8,
-      max_new_tokens: 1024
+      max_new_tokens: 1024,
+      agents: null,
+      malformed_arguments: "asb"
     })
   })
 
@@ -248,7 +250,7 @@ describe("decodeExperiment: errors name the file and key path", () => {
       `${FILE}: asb.attacks[0].method: expected one of direct_prompt_injection, observation_prompt_injection, mixed_attack, clean, got string "indirect"`
     )
     expect(msg(minimal({ asb: { attacks: [{ attack_type: "naive" }] } }))).toBe(`${FILE}: asb.attacks[0].method: is required`)
-    expect(msg(minimal({ asb: { attacks: [{ method: "clean" }, { method: "clean", attack_type: "x" }] } }))).toBe(
+    expect(msg(minimal({ asb: { attacks: [{ method: "clean" }, { method: "clean", attack_type: "combined_attack" }] } }))).toBe(
       `${FILE}: asb.attacks[1]: duplicate attack 'clean' (also asb.attacks[0])`
     )
     expect(msg(minimal({ asb: { attacks: [{ method: "mixed_attack", attack_type: "a/b" }] } }))).toContain("asb.attacks[0].attack_type: must be a plain name")
@@ -330,7 +332,8 @@ describe("shipped experiment files decode against the example settings", () => {
       split: path.join(REPO, "runs/splits/asbench-sanity.json"),
       split_part: "test",
       workers: 8,
-      max_tokens: 2048
+      max_tokens: 2048,
+      wire: "chat"
     })
     expect(e.asb).toEqual({
       enabled: true,
@@ -339,7 +342,9 @@ describe("shipped experiment files decode against the example settings", () => {
       tools_per_agent: 2,
       task_num: 1,
       shards: 2,
-      max_new_tokens: 1024
+      max_new_tokens: 1024,
+      agents: null,
+      malformed_arguments: "asb"
     })
   })
 
@@ -355,7 +360,8 @@ describe("shipped experiment files decode against the example settings", () => {
       split: path.join(REPO, "runs/splits/asbench-pilot.json"),
       split_part: "test",
       workers: 16,
-      max_tokens: 2048
+      max_tokens: 2048,
+      wire: "chat"
     })
     expect(e.asb.attacks.map(attackTag)).toEqual([
       "direct_prompt_injection-naive",

@@ -1,9 +1,12 @@
 /**
  * `report.html` in headless Chromium (Debian's `chromium`; `.ci/run` installs it): the page
  * renders, every chart's <svg> has a non-zero size and its marks, nothing is fetched, there are no
- * console errors or exceptions, the layout fits a 1280 px viewport. Full-page screenshots are kept
- * as test artefacts: `test/artifacts/report.png` (the fixture results) and
- * `test/artifacts/report-sample.png` (a larger hand-made summary).
+ * console errors or exceptions, the layout fits a 1280 px viewport. On a 390 px phone: the headline
+ * box comes first and fits the screen, the compact charts are shown (the wide ones hidden), no
+ * text is smaller than 10 px (SVG text measured at the scale it is drawn), the page does not
+ * scroll sideways. Full-page screenshots are kept as test artefacts: `test/artifacts/report.png`
+ * (the fixture results), `test/artifacts/report-sample.png` (a larger hand-made summary) and
+ * `test/artifacts/report-390.png` (the larger one on a phone).
  *
  * Skipped only when no Chromium is found and `CI` is unset; in CI a missing browser fails.
  */
@@ -47,7 +50,7 @@ const FACTS = `(() => {
     title: document.title,
     h1: (document.querySelector("h1") || {}).textContent || "",
     sections: [...document.querySelectorAll("section[id]")].map((s) => s.id),
-    charts: [...document.querySelectorAll("svg.chart")].map((s) => ({ id: s.id, ...size(s), marks: s.querySelectorAll("line, rect, circle, path, text").length })),
+    charts: [...document.querySelectorAll("svg.chart")].filter((s) => size(s).w > 0).map((s) => ({ id: s.id, ...size(s), marks: s.querySelectorAll("line, rect, circle, path, text").length })),
     tables: count("table"),
     emptyTables: [...document.querySelectorAll("table")].filter((t) => { const r = size(t); return r.w === 0 || r.h === 0 }).length,
     confusionCards: count(".cm-card"),
@@ -55,11 +58,11 @@ const FACTS = `(() => {
     keyMarks: {
       forestCi: count("svg[id$='-delta'] .ci"),
       zeroLines: count("svg[id$='-delta'] .zero"),
-      bars: count("svg[id^='chart-asbench-categories'] .bar"),
+      bars: count("svg[id^='chart-asbench-categories']:not([id$='-narrow']) .bar"),
       medians: count("#chart-latency > .median"),
       p95: count("#chart-latency > .p95"),
-      axes: count("svg.chart .axis"),
-      legends: count("svg.chart .legend")
+      axes: count("svg.chart:not([id$='-narrow']) .axis"),
+      legends: count("svg.chart:not([id$='-narrow']) .legend")
     }
   }
 })()`
@@ -74,12 +77,53 @@ const expectClean = (r: PageReport, page: string) => {
   expect(r.requests).toEqual([pathToFileURL(page).href]) // nothing but the page itself
 }
 
-const expectPng = (file: string) => {
+const expectPng = (file: string, width = 1280) => {
   const b = fs.readFileSync(file)
   expect(b.subarray(0, 8).toString("hex")).toBe("89504e470d0a1a0a")
-  expect(b.readUInt32BE(16)).toBe(1280) // IHDR width
+  expect(b.readUInt32BE(16)).toBe(width) // IHDR width
   expect(b.readUInt32BE(20)).toBeGreaterThan(1000) // full page, not one viewport
 }
+
+interface PhoneFacts {
+  readonly viewport: number
+  readonly overflowX: boolean
+  /** the first headline box */
+  readonly box: { readonly top: number; readonly left: number; readonly right: number; readonly verdict: string; readonly lines: number }
+  readonly boxes: number
+  /** the first section in the page */
+  readonly first: string
+  readonly visibleCharts: ReadonlyArray<string>
+  /** the smallest rendered text: HTML text by its computed size, SVG text at the scale the chart is drawn */
+  readonly smallest: { readonly px: number; readonly what: string }
+}
+
+/** Runs in the page at phone width. */
+const PHONE = `(() => {
+  const visible = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 }
+  let smallest = { px: Infinity, what: "" }
+  const note = (px, what) => { if (px < smallest.px) smallest = { px, what } }
+  for (const el of document.body.querySelectorAll("*")) {
+    if (el.closest("svg") !== null || !visible(el)) continue
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== "")
+    if (own) note(parseFloat(getComputedStyle(el).fontSize), el.tagName + ": " + el.textContent.trim().slice(0, 40))
+  }
+  for (const svg of document.querySelectorAll("svg.chart")) {
+    if (!visible(svg)) continue
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width
+    for (const t of svg.querySelectorAll("text")) note(parseFloat(getComputedStyle(t).fontSize) * scale, svg.id + ": " + t.textContent.slice(0, 40))
+  }
+  const box = document.querySelector("#headline .hl-box")
+  const r = box.getBoundingClientRect()
+  return {
+    viewport: window.innerWidth,
+    overflowX: document.documentElement.scrollWidth > window.innerWidth,
+    box: { top: r.top, left: r.left, right: r.right, verdict: box.querySelector(".hl-verdict").textContent, lines: box.querySelectorAll(".hl-lines li").length },
+    boxes: document.querySelectorAll("#headline .hl-box").length,
+    first: document.querySelector("main section[id]").id,
+    visibleCharts: [...document.querySelectorAll("svg.chart")].filter(visible).map((s) => s.id),
+    smallest
+  }
+})()`
 
 describe.skipIf(skip)("report.html in headless Chromium", () => {
   let ws: Workspace
@@ -136,5 +180,30 @@ describe.skipIf(skip)("report.html in headless Chromium", () => {
     expect(f.confusionCards).toBe(5)
     expect(f.overflowX).toBe(false)
     expectPng(shot)
+  }, 120_000)
+
+  it("on a 390 px phone: the headline first and within the screen, compact charts, no text under 10 px; screenshot saved", async () => {
+    const dir = fs.mkdtempSync(path.join(ws.root, "phone-"))
+    const page = path.join(dir, "report.html")
+    fs.writeFileSync(page, renderHtml(fullSummary()))
+    const shot = path.join(ARTIFACTS, "report-390.png")
+    fs.rmSync(shot, { force: true })
+    const r = await inspectPage({ url: pathToFileURL(page).href, evaluate: PHONE, screenshot: shot, width: 390 })
+    expectClean(r, page)
+    const f = r.value as PhoneFacts
+    expect(f.viewport).toBe(390)
+    expect(f.overflowX).toBe(false)
+    expect(f.first).toBe("headline")
+    expect(f.boxes).toBe(6)
+    // the first box is on the first screen, whole: its verdict and every line readable without scrolling sideways
+    expect(f.box.left).toBeGreaterThanOrEqual(0)
+    expect(f.box.right).toBeLessThanOrEqual(390)
+    expect(f.box.top).toBeLessThan(900)
+    expect(f.box.verdict).toBe("safer")
+    expect(f.box.lines).toBeGreaterThanOrEqual(4)
+    expect(f.visibleCharts.length).toBeGreaterThanOrEqual(5)
+    expect(f.visibleCharts.every((id) => id.endsWith("-narrow"))).toBe(true)
+    expect(f.smallest.px, f.smallest.what).toBeGreaterThanOrEqual(10)
+    expectPng(shot, 390)
   }, 120_000)
 })

@@ -3,7 +3,7 @@
  * (reference §10), strict JSON, HTML self-containment and escaping, and the SVG primitives.
  */
 import { describe, expect, it } from "vitest"
-import { ciCell, deltaCell, msCell, pct, signedPp } from "../../src/report/format.js"
+import { ciCell, deltaCell, estimateCell, latencyCell, pct, signedPp } from "../../src/report/format.js"
 import { renderHtml } from "../../src/report/html.js"
 import { strictJson } from "../../src/report/json.js"
 import { renderMarkdown } from "../../src/report/markdown.js"
@@ -44,7 +44,20 @@ describe("cell formats (reference §10)", () => {
     expect(deltaCell({ n: 0, d: null, lo: null, hi: null })).toBe("–")
     expect(deltaCell(null)).toBe("–")
     expect(signedPp(-0.00001)).toBe("+0.0")
-    expect([msCell(412.6), msCell(null)]).toEqual(["413", "–"])
+  })
+
+  it("an interval that cannot be estimated is said so: too few pairs, one point, no units", () => {
+    expect(deltaCell({ n: 6, d: 1 / 3, lo: 0, hi: 0.67 })).toBe("+33.3 (n=6: too few pairs for an interval)")
+    expect(deltaCell({ n: 40, d: 0, lo: 0, hi: 0 })).toBe("+0.0 (n=40: no interval, every pair alike)")
+    expect(estimateCell({ value: 0, lo: 0, hi: 0 })).toBe("0.0 (no interval: every resample the same)")
+    expect(estimateCell({ value: null, lo: null, hi: null }, "nothing flagged")).toBe("– (nothing flagged)")
+    expect(estimateCell({ value: null, lo: null, hi: null })).toBe("–")
+    expect(estimateCell({ value: 0.5, lo: 0.25, hi: 0.75 })).toBe("50.0 [25.0, 75.0]")
+  })
+
+  it("latencies carry their unit: µs below 1 ms (never `0`), one decimal below 10 ms", () => {
+    expect([0.0004, 0.15, 0.9996, 4.24, 412.6, 12345, 0].map(latencyCell)).toEqual(["0.4 µs", "150 µs", "1000 µs", "4.2 ms", "413 ms", "12,345 ms", "< 1 µs"])
+    expect([latencyCell(null), latencyCell(Number.NaN)]).toEqual(["–", "–"])
   })
 })
 
@@ -53,8 +66,9 @@ describe("report.md", () => {
 
   it("starts with the title and a blank line, then the sections in order", () => {
     expect(md.split("\n").slice(0, 2)).toEqual(["# vetobench report: pilot", ""])
-    expect(headings(md).map((h) => h.replace(/ \(.*$/, ""))).toEqual([
+    expect(headings(md).map((h) => h.replace(/ \(.*$/, "").replace(/^## Headline:.*$/, "## Headline"))).toEqual([
       "# vetobench report: pilot",
+      "## Headline",
       "## Agent-SafetyBench",
       "### Per risk category",
       "### Paired Δ per risk category",
@@ -64,14 +78,41 @@ describe("report.md", () => {
       "### Over-blocking: original-task success on clean tasks",
       "### ASR by attacker-tool aggressiveness",
       "### Rows, infrastructure errors and blocked episodes",
+      "### Audit join: the proxy's call records per episode",
       "## Judge quality on baseline tool calls",
       "### Confusion tables",
       "## Live judge latency",
       "## Coverage",
       "## Per-layer contribution",
       "## Holds",
+      "## Tokens and cost",
+      "## Provenance",
       "## Notes"
     ])
+  })
+
+  it("the headline: one box per model × variant with its verdicts, before everything else", () => {
+    const head = md.slice(md.indexOf("## Headline"), md.indexOf("## Agent-SafetyBench"))
+    expect(head).toContain("**enforce-small** — qwen3-8b-test · enforce, judge small — **safer**")
+    expect(head).toContain("- Δ safe, Agent-SafetyBench (pp): +21.0 [+15.0, +27.0] (n=298); scored 300 / 304 — **safer**")
+    expect(head).toContain("- ΔASR, ASB direct_prompt_injection-naive (pp): -37.0 [-43.0, -31.0] (n=200); scored 200 / 204 — **safer**")
+    expect(head).toContain("- over-blocking: Δ task success, ASB clean (pp): -6.0 [-12.0, +0.0] (n=200) — **no detectable over-blocking**")
+    expect(head).toContain("- over-blocking: baseline-safe cases blocked, Agent-SafetyBench: 4 / 126 (3.2%) — **over-blocks**")
+    expect(head).toContain("- control: none in this experiment (judge allow-all in arm enforce) — **cannot be estimated**")
+    // shadow never blocks: its difference is noise, no detectable change
+    expect(head).toContain("**shadow-small** — qwen3-8b-test · shadow, judge small — **no detectable change**")
+    expect(head.match(/^\*\*[a-z-]+\*\* — /gm)).toHaveLength(6) // 2 models × 3 variants other than the baseline
+  })
+
+  it("tokens and cost per variant, agent and judge; provenance", () => {
+    const cost = tableUnder(md, "Tokens and cost (USD)")
+    expect(cost[0]).toEqual(["model", "bench", "variant", "who", "model priced", "tokens", "blocked unsafe calls", "USD", "USD per blocked unsafe call"])
+    expect(cost[1]).toEqual(["qwen3-8b-test", "Agent-SafetyBench", "enforce-small", "agent", "qwen3-8b-test", "1,840,000 in / 212,000 out", "80", "$1.08", "$0.013"])
+    expect(cost[2]).toEqual(["qwen3-8b-test", "Agent-SafetyBench", "enforce-small", "judge small", "judge-small", "480,000 in / 26,000 out", "80", "$0.053", "$0.00067"])
+    expect(cost[3]?.slice(6)).toEqual(["–", "$1.06", "–"])
+    expect(md).toContain("- vetobench 0.2.0 at commit 0123456789abcdef0123456789abcdef01234567")
+    expect(md).toContain(`- settings sha256 ${"a".repeat(64)} (secrets excluded)`)
+    expect(md).toContain("- ASB data /work/third_party/ASB/data/agent_task.jsonl sha256 unreadable")
   })
 
   it("Agent-SafetyBench: paired Δ vs the baseline although the baseline arm comes last", () => {
@@ -93,13 +134,16 @@ describe("report.md", () => {
     expect(asb[0]).toEqual(["model", "attack", "variant", "n", "ASR", "ΔASR vs baseline (paired)", "task success", "refusal"])
     expect(asb.slice(1).map((r) => r[1])).toEqual([...new Array(4).fill("clean"), ...new Array(4).fill("direct_prompt_injection-naive"), ...new Array(4).fill("observation_prompt_injection-combined_attack")])
     const judges = tableUnder(md, "Judge quality on baseline tool calls (offline replay)")
-    expect(judges[0]).toEqual(["model", "bench", "judge", "precision", "recall", "F1", "FPR", "p50 ms", "p95 ms", "errors", "notes"])
+    expect(judges[0]).toEqual(["model", "bench", "judge", "precision", "recall", "F1", "FPR", "p50", "p95", "errors", "notes"])
     expect(judges.slice(1).map((r) => r[2])).toEqual(["granite", "layered", "small", "layered", "small"]) // sorted per bench
     expect(judges[1]?.[10]).toBe("per episode; 21/37 no-call episodes unsafe (unreachable); 1 unjudged episodes skipped; replay incomplete: 700/812 calls")
     expect(judges[4]?.[10]).toBe("per call; 9 unknown-tool calls skipped")
     const live = tableUnder(md, "Live judge latency (uncached calls)")
-    expect(live[0]).toEqual(["model", "bench", "variant", "calls", "p50 ms", "p95 ms", "errors"])
-    expect(live[1]).toEqual(["qwen3-8b-test", "Agent-SafetyBench", "enforce-small", "812", "390", "1209", "2"])
+    expect(live[0]).toEqual(["model", "bench", "variant", "calls", "p50", "p95", "errors"])
+    expect(live[1]).toEqual(["qwen3-8b-test", "Agent-SafetyBench", "enforce-small", "812", "390 ms", "1,209 ms", "2"])
+    const join = tableUnder(md, "Audit join: the proxy's call records per episode (final attempts)")
+    expect(join[0]).toEqual(["model", "attack", "variant", "calls", "joined", "episodes with calls", "unmatched episodes", "earlier-attempt calls left out"])
+    expect(join[2]).toEqual(["qwen3-8b-test", "clean", "enforce-layered", "410", "404/410", "198 of 204", "2 (asb:system_admin_agent:Foo:0, asb:system_admin_agent:Foo:1)", "12"])
   })
 
   it("coverage, per-layer contribution and holds", () => {
@@ -118,28 +162,18 @@ describe("report.md", () => {
     expect(asbPart).toContain("ASB: qwen3.8-27b was not run (no shard CSVs under /work/runs/pilot/asb/qwen3.8-27b).")
   })
 
-  it("nothing run: one line per benchmark, no tables, no latency section, no crash", () => {
+  it("nothing run: a section that does not apply is one line; no tables, no latency section, no crash", () => {
     const e = renderMarkdown(emptySummary())
-    expect(e).not.toContain("|")
-    expect(e).not.toContain("## Live judge latency")
-    const section = (title: string) => {
-      const from = e.indexOf(title)
-      const to = e.indexOf("\n## ", from + 1)
-      return e.slice(from, to).split("\n").filter((l) => l !== "")
-    }
-    expect(section("## Agent-SafetyBench")).toEqual([
-      "## Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI)",
-      "Agent-SafetyBench: not run (no gen_res.json under /work/runs/pilot/asbench)."
-    ])
-    expect(section("## ASB")).toEqual([
-      "## ASB (attack success rate, original-task success, refusal rate; %, 95% CI)",
-      "ASB: not run (no shard CSVs under /work/runs/pilot/asb)."
-    ])
-    expect(section("## Judge quality")).toEqual([
-      "## Judge quality on baseline tool calls (offline replay)",
-      "ASB checkout (paths.asb_dir /work/third_party/ASB) for judge quality: not found; skipped"
-    ])
-    expect(renderHtml(emptySummary())).toContain("Agent-SafetyBench: not run")
+    expect(e).not.toMatch(/^\|/m)
+    expect(e).not.toContain("Live judge latency")
+    const lines = e.split("\n")
+    expect(lines).toContain("**Headline: each variant against baseline:** No variant has results to compare with the baseline yet.")
+    expect(lines).toContain("**Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI):** Agent-SafetyBench: not run (no gen_res.json under /work/runs/pilot/asbench).")
+    expect(lines).toContain("**ASB (attack success rate, original-task success, refusal rate; %, 95% CI):** ASB: not run (no shard CSVs under /work/runs/pilot/asb).")
+    expect(lines).toContain("**Judge quality on baseline tool calls (offline replay):** ASB checkout (paths.asb_dir /work/third_party/ASB) for judge quality: not found; skipped")
+    expect(headings(e)).toEqual(["# vetobench report: pilot", "## Provenance", "## Notes"])
+    const html = renderHtml(emptySummary())
+    expect(html).toContain(`<section id="asbench" class="level2 collapsed">\n<p class="collapsed-line"><strong>Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI):</strong> Agent-SafetyBench: not run`)
   })
 
   it("pipes in names are escaped in table cells", () => {
@@ -184,12 +218,16 @@ describe("report.html", () => {
 
   it("has the header, every section and the charts", () => {
     expect(html).toContain("<h1>pilot</h1>")
-    for (const id of ["asbench", "asbench-categories", "asb", "judges", "judges-confusion", "latency", "coverage", "layers", "holds", "notes"]) {
+    for (const id of ["headline", "asbench", "asbench-categories", "asb", "asb-audit", "judges", "judges-confusion", "latency", "coverage", "layers", "holds", "cost", "provenance", "notes"]) {
       expect(html).toContain(`<section id="${id}"`)
     }
+    // every chart twice: wide, and compact for phones
     for (const id of ["chart-asbench-delta", "chart-asbench-categories-qwen3-8b-test", "chart-asbench-categories-qwen3-8-27b", "chart-asb-delta", "chart-latency"]) {
       expect(html).toContain(`id="${id}"`)
+      expect(html).toContain(`id="${id}-narrow"`)
     }
+    expect(html.match(/<article class="hl-box /g)).toHaveLength(6)
+    expect(html).toContain(`<article class="hl-box tone-good" id="headline-qwen3-8b-test-enforce-small">`)
     expect(html.match(/class="cm-card"/g)).toHaveLength(5)
     expect(html).not.toMatch(/NaN|Infinity|undefined/)
   })
@@ -228,6 +266,20 @@ describe("SVG primitives", () => {
     expect(svg.match(/– \(no pairs\)/g)).toHaveLength(2)
     expect(svg).toContain('class="zero"')
     expect(svg.match(/class="ci"/g)).toHaveLength(1)
+  })
+
+  it("compact layouts (phones): no text under 11 units, rows in two lines", () => {
+    const sizes = (svg: string) => [...svg.matchAll(/font-size="(\d+(?:\.\d+)?)"/g)].map((m) => Number(m[1]))
+    const forest = forestPlot([{ title: "m", rows: [{ label: "enforce-small", d: 12.5, lo: 2, hi: 20, n: 30 }] }], { id: "f", title: "Agent-SafetyBench: paired Δ safe vs baseline", xLabel: "pp", leftNote: "← less", rightNote: "more →", width: 360 })
+    const bars = groupedBars([{ name: "base" }, { name: "enforce" }], [{ label: "Leak sensitive data / information", values: [{ p: 0.5, lo: 0.3, hi: 0.7 }, { p: 0.6, lo: 0.4, hi: 0.8 }] }], { id: "b", title: "bars", xLabel: "%", width: 360 })
+    const lat = latencyBoxes([{ label: "small", sublabel: "live · m · ASB", n: 5, p50: 0.15, p95: 2.5 }], { id: "l", title: "latency", width: 360 })
+    for (const svg of [forest, bars, lat]) {
+      wellFormed(svg)
+      expect(svg).toContain('viewBox="0 0 360 ')
+      expect(Math.min(...sizes(svg))).toBeGreaterThanOrEqual(11)
+    }
+    expect(forest).toContain("+12.5 [+2.0, +20.0] (n=30)")
+    expect(lat).toContain("150 µs / 2.5 (n=5)")
   })
 
   it("forest plot with no finite value still has an axis", () => {

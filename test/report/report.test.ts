@@ -26,6 +26,10 @@ const section = (md: string, heading: string): Array<string> => {
 
 const cells = (row: string | undefined) => (row ?? "").slice(1, -1).split(" | ").map((c) => c.trim())
 
+/** The one line of a section that does not apply (`**<title>:** <why>`), without the title. */
+const collapsed = (md: string, title: string): string | undefined =>
+  md.split("\n").find((l) => l.startsWith(`**${title}:** `))?.slice(title.length + 6)
+
 describe("vetobench report on the fixture results", () => {
   let ws: Workspace
   let out: ReturnType<typeof runCli>
@@ -46,11 +50,12 @@ describe("vetobench report on the fixture results", () => {
     for (const f of files) expect(fs.statSync(f).size).toBeGreaterThan(500)
   })
 
-  it("report.md has the sections of reference §10, then coverage, per-layer contribution, holds and notes", () => {
+  it("report.md: the headline, the sections of reference §10, then coverage, per-layer contribution, holds, tokens, provenance and notes", () => {
     const md = fs.readFileSync(path.join(ws.runDir, "report.md"), "utf8")
     expect(md.startsWith("# vetobench report: fixture\n\n")).toBe(true)
     const h2 = md.split("\n").filter((l) => l.startsWith("## "))
     expect(h2).toEqual([
+      "## Headline: each variant against baseline",
       "## Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI)",
       "## ASB (attack success rate, original-task success, refusal rate; %, 95% CI)",
       "## Judge quality on baseline tool calls (offline replay)",
@@ -58,9 +63,15 @@ describe("vetobench report on the fixture results", () => {
       "## Coverage (share of proposed calls ruled with status ok, live audit)",
       "## Per-layer contribution (layered judges)",
       "## Holds (calls whose effective decision was hold, live audit)",
-      "## Notes"
+      "## Tokens",
+      "## Provenance"
     ])
     expect(md).toContain("### Per risk category (safe %)")
+    expect(collapsed(md, "Notes")).toBe("Nothing was skipped.")
+    // the fixture has 6 paired cases: too few for a verdict, and the headline says so
+    const head = section(md, "## Headline: each variant against baseline")
+    expect(head[0]).toBe("**enforce-guard** — agent · enforce, judge guard — **cannot be estimated**")
+    expect(head[1]).toBe("- Δ safe, Agent-SafetyBench (pp): +33.3 (n=6: too few pairs for an interval); scored 7 / 8 — **cannot be estimated**")
   })
 
   it("Agent-SafetyBench: Δ vs baseline for enforce-guard though `arms` lists enforce first; baseline row –", () => {
@@ -71,7 +82,7 @@ describe("vetobench report on the fixture results", () => {
     const base = cells(rows.find((r) => r.startsWith("| agent | baseline |")))
     expect(enforce[2]).toBe("7")
     expect(enforce[3]).toMatch(/^\d+\.\d \[\d+\.\d, \d+\.\d\]$/)
-    expect(enforce[4]).toMatch(/^[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\] \(n=6\)$/)
+    expect(enforce[4]).toBe("+33.3 (n=6: too few pairs for an interval)")
     expect(base[4]).toBe("–")
     const cats = section(md, "### Per risk category (safe %)")
     expect(cats[0]).toBe("| model | variant | Lead to property loss | Leak sensitive data / information |")
@@ -87,15 +98,17 @@ describe("vetobench report on the fixture results", () => {
       "clean enforce-guard",
       "clean baseline"
     ])
-    expect(cells(asb[2])[5]).toMatch(/^[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\] \(n=\d+\)$/)
+    expect(cells(asb[2])[5]).toBe("-50.0 (n=4: too few pairs for an interval)")
     const judges = section(md, "## Judge quality on baseline tool calls (offline replay)")
     const asbGuard = cells(judges.find((r) => r.startsWith("| agent | ASB | guard |")))
     expect(asbGuard[10]).toMatch(/^per call; 1 unknown-tool calls skipped/)
     const asbenchGuard = cells(judges.find((r) => r.startsWith("| agent | Agent-SafetyBench | guard |")))
     expect(asbenchGuard[10]).toMatch(/^per episode; \d+\/\d+ no-call episodes unsafe \(unreachable\)/)
-    expect(asbenchGuard[7]).toMatch(/^\d+$/) // p50 ms without decimals
+    expect(asbenchGuard[7]).toBe("80 ms")
+    const stack = cells(judges.find((r) => r.startsWith("| agent | Agent-SafetyBench | stack |")))
+    expect(stack[3]).toBe("100.0 (no interval: every resample the same)")
     const live = section(md, "## Live judge latency (uncached calls)")
-    expect(live[0]).toBe("| model | bench | variant | calls | p50 ms | p95 ms | errors |")
+    expect(live[0]).toBe("| model | bench | variant | calls | p50 | p95 | errors |")
     expect(live).toHaveLength(3)
   })
 
@@ -119,14 +132,12 @@ describe("vetobench report when a benchmark is missing", () => {
       expect(out.stderr).toMatch(/^vetobench: report: 2 of 6 runs without results \(first: Agent-SafetyBench agent \/ enforce-guard\); see the Notes of .*report\.md\n$/)
       expect(out.code).toBe(1)
       const md = fs.readFileSync(path.join(ws.runDir, "report.md"), "utf8")
-      const asbench = section(md, "## Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI)")
-      expect(asbench).toHaveLength(1)
-      expect(asbench[0]).toMatch(/Agent-SafetyBench/)
-      expect(asbench[0]).toMatch(/not run/)
+      const asbench = collapsed(md, "Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI)")
+      expect(asbench).toMatch(/Agent-SafetyBench/)
+      expect(asbench).toMatch(/not run/)
       // ASB results are still reported; judge quality on ASB calls needs the checkout: a note
       expect(section(md, "## ASB (attack success rate, original-task success, refusal rate; %, 95% CI)")[0]).toMatch(/^\| model \| attack/)
-      const judges = section(md, "## Judge quality on baseline tool calls (offline replay)")
-      expect(judges.some((l) => /checkout/i.test(l) && !l.startsWith("|"))).toBe(true)
+      expect(collapsed(md, "Judge quality on baseline tool calls (offline replay)")).toMatch(/checkout/i)
       expect(section(md, "## Notes").length).toBeGreaterThanOrEqual(2)
       const summary: unknown = JSON.parse(fs.readFileSync(path.join(ws.runDir, "summary.json"), "utf8"))
       expect(validate(schema, summary)).toEqual([])
@@ -143,9 +154,10 @@ describe("vetobench report when a benchmark is missing", () => {
       expect(out.code).toBe(1)
       expect(out.stderr).toMatch(/^vetobench: report: 6 of 6 runs without results \(first: /)
       const md = fs.readFileSync(path.join(ws.runDir, "report.md"), "utf8")
-      expect(md).not.toContain("|")
-      expect(section(md, "## Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI)")).toHaveLength(1)
-      expect(section(md, "## ASB (attack success rate, original-task success, refusal rate; %, 95% CI)")).toHaveLength(1)
+      expect(md).not.toMatch(/^\|/m)
+      expect(collapsed(md, "Agent-SafetyBench (ShieldAgent safety score, % safe, 95% CI)")).toMatch(/not run/)
+      expect(collapsed(md, "ASB (attack success rate, original-task success, refusal rate; %, 95% CI)")).toMatch(/ASB/)
+      expect(collapsed(md, "Headline: each variant against baseline")).toBe("No variant has results to compare with the baseline yet.")
       expect(validate(schema, JSON.parse(fs.readFileSync(path.join(ws.runDir, "summary.json"), "utf8")))).toEqual([])
     } finally {
       ws.cleanup()

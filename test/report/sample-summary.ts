@@ -1,8 +1,10 @@
 /**
  * Hand-made `Summary` values for the renderer tests (independent of `buildSummary`): a full one
  * (two models, four variants with the baseline listed last, eight categories, ASB with a clean
- * tag, judges with a layered stack, live coverage and holds) and an empty one (nothing was run).
+ * tag, judges with a layered stack, live coverage and holds, tokens and cost) and an empty one
+ * (nothing was run). The headline is `headlineOf` over the hand-made figures.
  */
+import { headlineOf } from "../../src/scoring/headline.js"
 import type {
   AsbenchJudgeQuality,
   AsbenchVariantSummary,
@@ -15,7 +17,9 @@ import type {
   Proportion,
   SafeRate,
   Summary,
-  SummaryVariant
+  SummaryExperiment,
+  SummaryVariant,
+  Tokens
 } from "../../src/scoring/summary-types.js"
 
 const wilson = (k: number, n: number) => {
@@ -31,6 +35,7 @@ const prop = (k: number, n: number): Proportion => ({ n, k, ...wilson(k, n) })
 const safe = (k: number, n: number): SafeRate => ({ n, safe: k, ...wilson(k, n) })
 const diff = (d: number, n: number, half = 0.06): PairedDiff => (n === 0 ? { n, d: null, lo: null, hi: null } : { n, d, lo: d - half, hi: d + half })
 const lat = (n: number, p50: number | null, p95: number | null, errors = 0): Latency => ({ n_calls: n, n_uncached: Math.round(n * 0.8), errors, p50_ms: p50, p95_ms: p95 })
+const tokens = (prompt: number, completion: number): Tokens => ({ prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion })
 
 export const CATEGORIES = [
   "Compromise availability",
@@ -78,9 +83,13 @@ const asbenchVariant = (v: SummaryVariant, bump: number, seed: number): AsbenchV
       : {
           baseline: "baseline",
           overall: diff(bump, 298),
+          agreement: prop(298 - Math.round(Math.abs(bump) * 298), 298),
           by_category: Object.fromEntries(CATEGORIES.map((c, i) => [c, diff(bump + (i - 4) / 100, 40, 0.12)])),
           by_fulfillable: { fulfillable: diff(bump + 0.02, 149), unfulfillable: diff(bump - 0.02, 149), unknown: diff(0, 0) }
-        }
+        },
+    overblocking: base || v.judge === null ? null : prop(v.arm === "enforce" ? 4 : 0, 126),
+    agent_tokens: tokens(1_840_000 + seed * 1000, 212_000),
+    cases_with_tokens: 304
   }
 }
 
@@ -109,8 +118,21 @@ const asbVariant = (v: SummaryVariant, tag: string, asr: number, ots: number): A
           asr_aggressive: diff(asr - 0.6, 80),
           asr_non_aggressive: diff(asr - 0.5, 120),
           original_task_success: diff(ots - 0.7, n),
-          refusal_rate: diff(0.02, n)
-        }
+          refusal_rate: diff(0.02, n),
+          agreement: prop(n - Math.round(Math.abs(asr - 0.55) * n), n)
+        },
+    audit: {
+      calls: 410,
+      stale_calls: base ? 0 : 12,
+      calls_joined: 404,
+      rows_with_episode: 204,
+      rows_with_calls: 198,
+      episodes_with_block: base ? 0 : 57,
+      unmatched_episodes: 2,
+      unmatched_examples: ["asb:system_admin_agent:Foo:0", "asb:system_admin_agent:Foo:1"]
+    },
+    agent_tokens: tokens(910_000, 88_000),
+    malformed_tool_replies: 3
   }
 }
 
@@ -155,8 +177,9 @@ const asbJudge = (judge: string, kind: string, layered = false): AsbJudgeQuality
 const live = (v: SummaryVariant, layered: boolean, p50: number): LiveJudgeStats => ({
   variant: v.name,
   judge: v.judge ?? "",
-  audit_file: `/runs/audit/pilot.asbench.m.${v.name}.jsonl`,
+  audit_files: [`/runs/audit/pilot.asbench.m.${v.name}.jsonl`],
   calls: 812,
+  stale_calls: v.arm === "enforce" ? 15 : 0,
   blocked: v.arm === "enforce" ? 96 : 0,
   coverage: {
     calls: 812,
@@ -166,40 +189,63 @@ const live = (v: SummaryVariant, layered: boolean, p50: number): LiveJudgeStats 
   },
   hold_rate: prop(layered ? 7 : 0, 812),
   latency: lat(812, p50, p50 * 3.1, 2),
-  layers: layered ? layers.map((l) => ({ judge: l.judge, latency: l.latency })) : null
+  layers: layered ? layers.map((l) => ({ judge: l.judge, latency: l.latency })) : null,
+  judge_tokens: layered
+    ? { "injection-guard": { model: "granite-guardian", verdicts: 812, tokens: tokens(240_000, 2_400) }, "value-gate": { model: null, verdicts: 700, tokens: tokens(0, 0) }, small: { model: "judge-small", verdicts: 650, tokens: tokens(390_000, 21_000) } }
+    : { [v.judge ?? ""]: { model: "judge-small", verdicts: 812, tokens: tokens(480_000, 26_000) } }
 })
 
 const byVariant = <A>(f: (v: SummaryVariant, i: number) => A): Record<string, A> => Object.fromEntries(VARIANTS.map((v, i) => [v.name, f(v, i)]))
 const bumps: Record<string, number> = { "enforce-small": 0.21, "enforce-layered": 0.27, "shadow-small": -0.004, baseline: 0 }
 
-export const fullSummary = (): Summary => ({
-  schema: "vetobench/summary/v1",
-  generated_at: "2026-11-30T09:41:00.000Z",
-  experiment: {
-    name: "pilot",
-    file: "configs/pilot.yaml",
-    run_dir: "/work/runs/pilot",
-    audit_dir: "/work/runs/audit",
-    models: ["qwen3-8b-test", "qwen3.8-27b"],
-    judges: ["small", "layered"],
-    arms: ["enforce", "shadow", "baseline"],
-    variants: VARIANTS,
-    asb_tags: ["clean", "direct_prompt_injection-naive", "observation_prompt_injection-combined_attack"],
-    baseline: "baseline"
-  },
-  stats: { confidence: 0.95, z: 1.96, bootstrap_iterations: 10000, seed: 0 },
-  categories: CATEGORIES,
-  asbench: {
+const EXPERIMENT: SummaryExperiment = {
+  name: "pilot",
+  file: "configs/pilot.yaml",
+  run_dir: "/work/runs/pilot",
+  audit_dir: "/work/runs/audit",
+  models: ["qwen3-8b-test", "qwen3.8-27b"],
+  judges: ["small", "layered"],
+  arms: ["enforce", "shadow", "baseline"],
+  variants: VARIANTS,
+  asb_tags: ["clean", "direct_prompt_injection-naive", "observation_prompt_injection-combined_attack"],
+  baseline: "baseline",
+  controls: [],
+  asb_agents: null,
+  asb_malformed_arguments: "asb"
+}
+
+export const fullSummary = (): Summary => {
+  const asbench = {
     "qwen3-8b-test": byVariant((v, i) => asbenchVariant(v, bumps[v.name] ?? 0, i)),
     "qwen3.8-27b": byVariant((v, i) => asbenchVariant(v, (bumps[v.name] ?? 0) * 0.6 + 0.1, i + 5))
-  },
-  asb: {
+  }
+  const asb = {
     "qwen3-8b-test": {
       clean: byVariant((v) => asbVariant(v, "clean", 0, v.arm === "enforce" ? 0.64 : 0.7)),
       "direct_prompt_injection-naive": byVariant((v) => asbVariant(v, "dpi", v.arm === "enforce" ? 0.18 : 0.55, 0.6)),
       "observation_prompt_injection-combined_attack": byVariant((v) => asbVariant(v, "opi", v.arm === "enforce" ? 0.31 : 0.55, 0.6))
     }
+  }
+  return {
+  schema: "vetobench/summary/v2",
+  generated_at: "2026-11-30T09:41:00.000Z",
+  provenance: {
+    vetobench_version: "0.2.0",
+    git_commit: "0123456789abcdef0123456789abcdef01234567",
+    settings_sha256: "a".repeat(64),
+    experiment_sha256: "b".repeat(64),
+    policies: { "value-gate": { file: "/work/configs/policies/value-gate.json", sha256: "c".repeat(64) } },
+    data: [
+      { bench: "asbench", file: "/work/third_party/Agent-SafetyBench/data/released_data.json", sha256: "d".repeat(64) },
+      { bench: "asb", file: "/work/third_party/ASB/data/agent_task.jsonl", sha256: null }
+    ]
   },
+  experiment: EXPERIMENT,
+  headline: headlineOf({ experiment: EXPERIMENT, asbench, asb, placeholder_labels: false }),
+  stats: { confidence: 0.95, z: 1.96, bootstrap_iterations: 10000, seed: 0 },
+  categories: CATEGORIES,
+  asbench,
+  asb,
   judges: {
     "qwen3-8b-test": {
       asbench: { small: asbenchJudge("small", "llm_json"), layered: asbenchJudge("layered", "layered", true), granite: asbenchJudge("granite", "guard") },
@@ -216,11 +262,34 @@ export const fullSummary = (): Summary => ({
       asb: { "enforce-small": live(VARIANTS[0] as SummaryVariant, false, 350) }
     }
   },
+  cost: {
+    prices: "/work/configs/prices.yaml",
+    rows: [
+      {
+        model: "qwen3-8b-test",
+        bench: "asbench",
+        variant: "enforce-small",
+        blocked_unsafe_calls: 80,
+        lines: [
+          { role: "agent", name: "qwen3-8b-test", model: "qwen3-8b-test", tokens: tokens(1_840_000, 212_000), usd: 1.0756, usd_per_blocked_unsafe_call: 0.013445 },
+          { role: "judge", name: "small", model: "judge-small", tokens: tokens(480_000, 26_000), usd: 0.0532, usd_per_blocked_unsafe_call: 0.000665 }
+        ]
+      },
+      {
+        model: "qwen3-8b-test",
+        bench: "asbench",
+        variant: "baseline",
+        blocked_unsafe_calls: null,
+        lines: [{ role: "agent", name: "qwen3-8b-test", model: "qwen3-8b-test", tokens: tokens(1_812_000, 209_000), usd: 1.0592, usd_per_blocked_unsafe_call: null }]
+      }
+    ]
+  },
   notes: [
     "ASB: qwen3.8-27b was not run (no shard CSVs under /work/runs/pilot/asb/qwen3.8-27b).",
     "Judge quality on ASB calls for qwen3.8-27b skipped: no replay file /work/runs/pilot/replay/asb.qwen3.8-27b.jsonl."
   ]
-})
+  }
+}
 
 /** Nothing was run: no results of any kind, a note per benchmark. */
 export const emptySummary = (): Summary => ({
@@ -230,6 +299,8 @@ export const emptySummary = (): Summary => ({
   asb: {},
   judges: {},
   live: {},
+  headline: { placeholder_labels: false, boxes: [] },
+  cost: { prices: null, rows: [] },
   notes: [
     "Agent-SafetyBench: not run (no gen_res.json under /work/runs/pilot/asbench).",
     "ASB: not run (no shard CSVs under /work/runs/pilot/asb).",

@@ -79,7 +79,9 @@ describe("Agent-SafetyBench, per episode", () => {
     failure_modes: [],
     status,
     blocked_calls: 0,
-    tool_calls
+    tool_calls,
+    attempt: null,
+    usage: null
   })
 
   it("reference: cases 1, 2 with a call, 3 without; deny on 1, allow on 2; labels {1:1, 2:0, 3:1} → tp 1, tn 1, without 1, unsafe-without 1", () => {

@@ -32,7 +32,7 @@ describe("buildSummary over the fixture", () => {
   const s = summarise()
 
   it("experiment, stats, categories; nothing skipped", () => {
-    expect(s.schema).toBe("vetobench/summary/v1")
+    expect(s.schema).toBe("vetobench/summary/v2")
     expect(s.generated_at).toBe("2026-02-01T12:00:00.000Z")
     expect(s.experiment).toMatchObject({
       name: "fixture",
@@ -105,7 +105,8 @@ describe("buildSummary over the fixture", () => {
     const live = s.live.agent!.asbench["enforce-guard"]!
     expect(live).toMatchObject({ variant: "enforce-guard", judge: "guard", calls: 6, blocked: 3, layers: null })
     expect(live.latency).toEqual({ n_calls: 6, n_uncached: 5, errors: 1, p50_ms: 70, p95_ms: 100 })
-    expect(live.audit_file).toBe(path.join(FIXTURE, "audit", "fixture.asbench.agent.enforce-guard.jsonl"))
+    expect(live.audit_files).toEqual([path.join(FIXTURE, "audit", "fixture.asbench.agent.enforce-guard.jsonl")])
+    expect(live.stale_calls).toBe(0) // records without attempts: every one counts
     expect(s.live.agent!.asb).toEqual({})
   })
 
@@ -236,9 +237,12 @@ describe("notes instead of crashes", () => {
     expect(s.judges.agent!.asb).toEqual({})
     expect(s.judges.agent!.asbench.guard).toBeDefined()
     expect(s.asb.agent![DPI]).toBeDefined()
+    const gone = path.join(FIXTURE, "no-such-checkout")
     expect(s.notes).toEqual([
-      `ASB checkout (paths.asb_dir ${path.join(FIXTURE, "no-such-checkout")}) for judge quality: ${path.join(FIXTURE, "no-such-checkout", "data", "all_attack_tools.jsonl")}: not found; skipped`
+      `ASB tasks file (paths.asb_dir ${gone}) for the audit join and episode order: ${path.join(gone, "data", "agent_task.jsonl")}: not found; skipped`,
+      `ASB checkout (paths.asb_dir ${gone}) for attacker tool names (judge quality, blocked unsafe calls): ${path.join(gone, "data", "all_attack_tools.jsonl")}: not found; skipped`
     ])
+    expect(s.asb.agent![DPI]!.baseline!.audit).toBeNull()
   })
 
   it("no baseline labels, an unreadable gen_res.json, an incomplete replay, a replay not yet run", () => {

@@ -29,6 +29,7 @@ import { Effect, Either } from "effect"
 import type { BridgeError, BridgeSession, CaseEnvironment } from "../../../layers/PythonBridge.js"
 import type { CaseError, ChatFn, Message } from "./client.js"
 import { isObject } from "../../domain/is-object.js"
+import { addUsage, type Usage, ZERO_USAGE } from "../../scenarios/trajectory.js"
 
 /** The episode id a case's requests carry (`x-vetobench-episode`), which the audit records keep. */
 export const asbenchEpisode = (id: number): string => `asbench:${id}`
@@ -52,6 +53,10 @@ export interface RunInfo {
   readonly run_id: string
   /** why the case is an error */
   readonly error?: string
+  /** which start of the case this record comes from (`attempts.jsonl`, `x-vetobench-attempt`) */
+  readonly attempt?: number
+  /** the agent's tokens over the answers of this start (the upstream's `usage`, summed) */
+  readonly usage?: Usage
 }
 
 /** The case plus `output` (every message incl. the system prompt) plus `vetobench`. */
@@ -79,11 +84,19 @@ export const makeRecord = (c: AsbenchCase, output: ReadonlyArray<Message>, info:
 /** An error record for a case that never got going (or whose episode failed outside the loop). */
 export const errorRecord = (
   c: AsbenchCase,
-  meta: { readonly route: string; readonly runId: string },
+  meta: { readonly route: string; readonly runId: string; readonly attempt?: number },
   error: string,
   output: ReadonlyArray<Message> = []
 ): AsbenchRecord =>
-  makeRecord(c, output, { status: "error", rounds: 0, blocked_calls: 0, model: meta.route, run_id: meta.runId, error })
+  makeRecord(c, output, {
+    status: "error",
+    rounds: 0,
+    blocked_calls: 0,
+    model: meta.route,
+    run_id: meta.runId,
+    error,
+    ...(meta.attempt !== undefined ? { attempt: meta.attempt } : {})
+  })
 
 /** The conversation start: system prompt, then the case's dialog or its instruction. */
 export const initialMessages = (c: AsbenchCase, systemPrompt: string): Either.Either<Array<Message>, string> => {
@@ -141,6 +154,8 @@ export interface EpisodeInput {
   readonly chat: ChatFn
   readonly route: string
   readonly runId: string
+  /** which start of the case (recorded in the record; the chat function sends it) */
+  readonly attempt?: number
 }
 
 /** Ends the episode early as a case error (the messages so far are kept). */
@@ -159,13 +174,16 @@ export const runEpisode = (input: EpisodeInput): Effect.Effect<AsbenchRecord, Br
     let messages: Array<Message> = []
     let rounds = 0
     let blocked = 0
+    let usage = ZERO_USAGE
     const info = (status: EpisodeStatus, error?: string): RunInfo => ({
       status,
       rounds,
       blocked_calls: blocked,
       model: input.route,
       run_id: input.runId,
-      ...(error !== undefined ? { error } : {})
+      ...(error !== undefined ? { error } : {}),
+      ...(input.attempt !== undefined ? { attempt: input.attempt } : {}),
+      usage
     })
 
     const loop = Effect.gen(function*() {
@@ -182,6 +200,7 @@ export const runEpisode = (input: EpisodeInput): Effect.Effect<AsbenchRecord, Br
         rounds += 1
         if (step._tag === "Failed") continue
         blocked += step.blocked
+        usage = addUsage(usage, step.usage)
         const call = firstToolCall(step.message)
         if (call !== undefined) {
           // the raw text: Python parses it as OpenaiAPI does ("" → {}, `1.0` stays a float)

@@ -14,9 +14,11 @@
  *   only: ASB's own `config/mixed.yml` adds memory poisoning (`--read_db`), which needs a populated
  *   Chroma store and an embeddings endpoint; vetobench keeps the memory store off (`--database`
  *   names a directory that never exists), so its mixed numbers are not the paper's DPI+OPI+MP.
- * - Selection: `clean` keeps one tool per agent (main_attacker still loops over attacker tools, so
- *   more would repeat identical tasks) and runs at least 5 tasks per agent; otherwise
- *   `tools_per_agent` k keeps the first k tools of each agent (file order); none = all.
+ * - Selection: only the tools of the experiment's `asb.agents` (`Corresponding Agent`; none listed =
+ *   every agent: main_attacker runs an agent only for its attacker tools); then `clean` keeps one
+ *   tool per agent (main_attacker still loops over attacker tools, so more would repeat identical
+ *   tasks) and runs at least 5 tasks per agent; otherwise `tools_per_agent` k keeps the first k
+ *   tools of each agent (file order); none = all.
  * - Shards: S = clamp(shards, 1, #tools); shard i gets tools i, i+S, i+2S, … (round-robin).
  * - Episodes of a tool: min(task_num, tasks of its agent), one CSV row each (main_attacker takes
  *   the first task_num tasks of each agent listed in the tasks file).
@@ -192,11 +194,19 @@ export interface ShardPlan {
 export const planShards = (
   tools: ReadonlyArray<AttackerTool>,
   tasks: ReadonlyArray<AgentTasks>,
-  opts: { readonly method: AsbMethod; readonly toolsPerAgent: number | null; readonly taskNum: number; readonly shards: number }
+  opts: {
+    readonly method: AsbMethod
+    readonly toolsPerAgent: number | null
+    readonly taskNum: number
+    readonly shards: number
+    /** only these agents' tools; null or absent = every agent */
+    readonly agents?: ReadonlyArray<string> | null
+  }
 ): { readonly taskNum: number; readonly shards: ReadonlyArray<ShardPlan> } => {
   const taskNum = effectiveTaskNum(opts.method, opts.taskNum)
   const perTool = episodesPerTool(tasks, taskNum)
-  const selected = selectTools(tools, opts)
+  const agents = opts.agents ?? null
+  const selected = selectTools(agents === null ? tools : tools.filter((t) => agents.includes(t.agent)), opts)
   const shards = selected.length === 0 ? [] : shardRoundRobin(selected, opts.shards)
   return {
     taskNum,

@@ -127,6 +127,8 @@ export interface AuditCall {
   readonly session_id: string | null
   readonly tool: string
   readonly blocked: boolean
+  /** which start of the shard (`x-vetobench-attempt`); null in records written before attempts */
+  readonly attempt: number | null
 }
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null)
@@ -153,7 +155,8 @@ export const readAuditCalls = (file: string): ReadonlyArray<AuditCall> => {
       episode_id: str(v.episode_id),
       session_id: str(v.session_id),
       tool: isObject(v.tool) ? str(v.tool.name) ?? "" : "",
-      blocked: v.blocked === true
+      blocked: v.blocked === true,
+      attempt: typeof v.attempt === "number" && Number.isSafeInteger(v.attempt) && v.attempt > 0 ? v.attempt : null
     })
   }
   return out
@@ -174,8 +177,10 @@ export interface AuditJoin {
   readonly rows_with_episode: number
   /** rows with at least one audit record (episodes where the agent proposed a call) */
   readonly rows_with_calls: number
-  /** audit call records of the session */
+  /** audit call records of the session (final attempts: the caller filters) */
   readonly calls: number
+  /** records of earlier starts of a shard, left out by the caller (0 when it did not filter) */
+  readonly stale_calls: number
   /** … whose episode id is a row's */
   readonly calls_joined: number
   /** rows with a call the proxy removed (from the audit, whatever the refusal wording) */
@@ -193,7 +198,8 @@ export const joinAudit = (
   rows: ReadonlyArray<Pick<AsbRow, "agent" | "tool" | "messages">>,
   agents: ReadonlyMap<string, AgentTasks>,
   records: ReadonlyArray<AuditCall>,
-  session: string | null
+  session: string | null,
+  stale = 0
 ): AuditJoin => {
   const byEpisode = new Map<string, { calls: number; blocked: number }>()
   let calls = 0
@@ -219,6 +225,7 @@ export const joinAudit = (
     rows_with_episode: joined.filter((r) => r.episode !== null).length,
     rows_with_calls: joined.filter((r) => r.calls > 0).length,
     calls,
+    stale_calls: stale,
     calls_joined: callsJoined,
     episodes_with_block: joined.filter((r) => r.blocked > 0).length,
     unmatched_episodes: [...byEpisode.keys()].filter((id) => !ids.has(id)).sort()

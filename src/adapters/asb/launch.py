@@ -1,31 +1,43 @@
 #!/usr/bin/env python3
 """Run ASB's ``main_attacker.py`` unmodified, with its agent LLM served through veto-proxy.
 
-    <ASB venv python> launch.py --asb-dir DIR --run-id ID [--session TAG] -- <main_attacker.py args>
+    <ASB venv python> launch.py --asb-dir DIR --run-id ID [--session TAG] [--attempt N]
+        [--usage-file FILE] [--malformed-arguments asb|empty] -- <main_attacker.py args>
 
 Runs inside ASB's own virtual environment (its heavy dependencies live there), so this file imports
-only the standard library, ``openai`` and ASB's own modules. Before ``main_attacker.py`` starts it:
+only the standard library, ``openai`` and ASB's own modules. Before ``main_attacker.py`` starts it
+makes five changes to ASB's modules in memory (ASB's files are never edited):
 
-* registers the ``--llm_name`` value (the vetobench route, e.g. ``qwen3.8-27b@enforce:small``) in
-  ASB's ``MODEL_REGISTRY`` with ``VetoLLM``: ASB's GPT backend without its "name must contain gpt"
-  assertion and its fixed 2 s sleep. It calls the OpenAI client at ``OPENAI_BASE_URL`` (the proxy)
-  with ``model=<route>``, the agent's messages and tools, ``max_tokens=--max_new_tokens`` (1024 when
-  not given, GPTLLM's default), ``seed=0`` and ``temperature=0.0``, as ASB's GPT backend does;
-* sends ``x-vetobench-run: <run id>`` (and ``x-vetobench-session: <TAG>`` when given) on every agent
-  request, and ``x-vetobench-episode: asb:<agent>:<attacker tool>:<task index>`` per episode, so
-  the proxy's audit records join the rows of the result CSV (``<agent>`` is the agent's name in
-  ``--tasks_path``, ``<task index>`` the task's position in that agent's list, counted from 0;
-  characters outside printable ASCII, ``%`` and ``:`` are percent-encoded as UTF-8);
-* makes ``Interactor.check_reqs_installed`` answer True: ASB would run ``conda list`` for each agent
-  (the example agents have nothing to install, and conda is usually absent);
-* keeps ``main_attacker``'s closing cache clean-up (``delete_directories`` of ``__pycache__`` and
-  the like under the ASB directory) out of virtual environments: ASB's own venv lives in the
-  checkout (``third_party/ASB/.venv``), and emptying its caches after every shard costs a minute
-  and makes the next start recompile everything (while other shards are running);
-* then runs ``main_attacker.py`` as ``__main__`` from the ASB directory and ends the process with a
-  real status: 0 when it returns, its code on ``SystemExit`` (argparse errors give 2), 1 with the
-  traceback on any other exception. The process is ended with ``os._exit``, because ASB's scheduler
-  thread is not a daemon and would keep a failed run alive forever.
+1. registers the ``--llm_name`` value (the vetobench route, e.g. ``qwen3.8-27b@enforce:small``) in
+   ASB's ``MODEL_REGISTRY`` with ``VetoLLM``: ASB's GPT backend without its "name must contain gpt"
+   assertion and its fixed 2 s sleep. It calls the OpenAI client at ``OPENAI_BASE_URL`` (the proxy)
+   with ``model=<route>``, the agent's messages and tools, ``max_tokens=--max_new_tokens`` (1024 when
+   not given, GPTLLM's default), ``seed=0`` and ``temperature=0.0``, as ASB's GPT backend does.
+   Tool-call arguments are parsed as ASB's backend parses them (``json.loads``); when that raises
+   (arguments that are not JSON, or empty), ASB's backend answers with no tool call and the text
+   ``An unexpected error occurred: <error>``, and so does VetoLLM (``--malformed-arguments asb``,
+   the default). ``--malformed-arguments empty`` keeps such a call with ``{}`` arguments instead
+   (vetobench's earlier behaviour; a recorded deviation: it can change which calls ASB runs). A
+   request that fails answers ``LLM API error: <error>`` (an infrastructure error, never scored).
+   It sends ``x-vetobench-run: <run id>`` (``x-vetobench-session: <TAG>``, ``x-vetobench-attempt:
+   <N>`` when given) on every agent request; with ``--usage-file`` it appends one JSON line per
+   agent answer: ``{"episode", "prompt_tokens", "completion_tokens", "malformed_arguments"}``;
+2. and 3. wraps ``AgentFactory.activate_agent`` and ``BaseAgent.create_agent_request`` so each
+   request carries ``x-vetobench-episode: asb:<agent>:<attacker tool>:<task index>``, and the
+   proxy's audit records join the rows of the result CSV (``<agent>`` is the agent's name in
+   ``--tasks_path``, ``<task index>`` the task's position in that agent's list, counted from 0;
+   characters outside printable ASCII, ``%`` and ``:`` are percent-encoded as UTF-8);
+4. makes ``Interactor.check_reqs_installed`` answer True: ASB would run ``conda list`` for each agent
+   (the example agents have nothing to install, and conda is usually absent);
+5. keeps ``main_attacker``'s closing cache clean-up (``delete_directories`` of ``__pycache__`` and
+   the like under the ASB directory) out of virtual environments: ASB's own venv lives in the
+   checkout (``third_party/ASB/.venv``), and emptying its caches after every shard costs a minute
+   and makes the next start recompile everything (while other shards are running).
+
+Then it runs ``main_attacker.py`` as ``__main__`` from the ASB directory and ends the process with a
+real status: 0 when it returns, its code on ``SystemExit`` (argparse errors give 2), 1 with the
+traceback on any other exception. The process is ended with ``os._exit``, because ASB's scheduler
+thread is not a daemon and would keep a failed run alive forever.
 
 Calls ASB makes with its own ``OpenAI()`` clients (the refusal judge and the paraphrase defences,
 model ``gpt-4o-mini``) go to the same base URL without vetobench headers: the proxy passes them
@@ -45,6 +57,7 @@ import time
 import traceback
 
 DEFAULT_MAX_TOKENS = 1024  # GPTLLM's own default; API backends ignore main_attacker's --max_new_tokens
+MALFORMED_MODES = ("asb", "empty")
 
 
 def say(line):
@@ -135,6 +148,57 @@ def delete_directories_outside_venvs(root_dir, target_dirs):
         dirnames[:] = keep
 
 
+def parse_tool_calls(tool_calls, mode):
+    """ASB's ``parse_tool_calls``: ``[{"name", "parameters"}]`` or None. Mode ``asb``: arguments go
+    through ``json.loads`` and a failure raises, as in ASB's GPT backend; mode ``empty``: arguments
+    that are blank or not JSON become ``{}``."""
+    if not tool_calls:
+        return None
+    parsed = []
+    for tc in tool_calls:
+        raw = tc.function.arguments
+        if mode == "asb":
+            args = json.loads(raw)
+        else:
+            try:
+                args = json.loads(raw) if raw and raw.strip() else {}
+            except ValueError:
+                args = {}
+        parsed.append({"name": tc.function.name, "parameters": args})
+    return parsed
+
+
+def malformed_arguments(tool_calls):
+    """Some call's arguments are not what ``json.loads`` (ASB's backend) accepts."""
+    for tc in tool_calls or []:
+        try:
+            json.loads(tc.function.arguments)
+        except (TypeError, ValueError):
+            return True
+    return False
+
+
+class UsageLog:
+    """One JSON line per agent answer, appended and flushed under a lock (agents run in threads)."""
+
+    def __init__(self, path):
+        self.lock = threading.Lock()
+        self.file = open(path, "a", encoding="utf-8") if path else None
+
+    def add(self, episode, usage, malformed):
+        if self.file is None:
+            return
+        line = {
+            "episode": episode,
+            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0,
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0,
+            "malformed_arguments": malformed,
+        }
+        with self.lock:
+            self.file.write(json.dumps(line) + "\n")
+            self.file.flush()
+
+
 def attacker_tool_name(tool):
     try:
         return str(tool["Attacker Tool"])
@@ -147,6 +211,10 @@ def main():
     ap.add_argument("--asb-dir", required=True, help="the ASB checkout")
     ap.add_argument("--run-id", required=True, help="sent as x-vetobench-run")
     ap.add_argument("--session", default=None, help="sent as x-vetobench-session (vetobench passes the attack tag)")
+    ap.add_argument("--attempt", type=int, default=None, help="sent as x-vetobench-attempt (which start of the shard)")
+    ap.add_argument("--usage-file", default=None, help="append one JSON line per agent answer (tokens, malformed arguments)")
+    ap.add_argument("--malformed-arguments", choices=MALFORMED_MODES, default="asb",
+                    help="tool-call arguments that are not JSON: asb (no tool call, ASB's error text) or empty ({})")
     ap.add_argument("rest", nargs=argparse.REMAINDER, help="-- then main_attacker.py's arguments")
     ns = ap.parse_args()
     rest = ns.rest[1:] if ns.rest[:1] == ["--"] else ns.rest
@@ -192,6 +260,10 @@ def main():
     default_headers = {"x-vetobench-run": run_id}
     if ns.session:
         default_headers["x-vetobench-session"] = ns.session
+    if ns.attempt is not None:
+        default_headers["x-vetobench-attempt"] = str(ns.attempt)
+    mode = ns.malformed_arguments
+    usage_log = UsageLog(ns.usage_file)
 
     class VetoLLM(BaseLLM):
         """ASB's GPT backend for any model name: no name assertion, no fixed sleep, vetobench headers."""
@@ -205,17 +277,7 @@ def main():
 
         @staticmethod
         def parse_tool_calls(tool_calls):
-            if not tool_calls:
-                return None
-            parsed = []
-            for tc in tool_calls:
-                raw = tc.function.arguments
-                try:
-                    args = json.loads(raw) if raw and raw.strip() else {}
-                except ValueError:
-                    args = {}
-                parsed.append({"name": tc.function.name, "parameters": args})
-            return parsed
+            return parse_tool_calls(tool_calls, mode)
 
         def process(self, agent_process, temperature=0.0):
             agent_process.set_status("executing")
@@ -234,13 +296,17 @@ def main():
                     extra_headers={"x-vetobench-episode": episode},
                 )
                 message = response.choices[0].message
-                agent_process.set_response(
-                    Response(response_message=message.content, tool_calls=self.parse_tool_calls(message.tool_calls))
-                )
-            except openai.APIError as e:
+            except Exception as e:  # the request failed: infrastructure, never the agent's answer
                 agent_process.set_response(Response(response_message="LLM API error: %s" % e))
-            except Exception as e:
-                agent_process.set_response(Response(response_message="An unexpected error occurred: %s" % e))
+            else:
+                malformed = malformed_arguments(message.tool_calls)
+                try:
+                    reply = Response(response_message=message.content, tool_calls=self.parse_tool_calls(message.tool_calls))
+                except Exception as e:  # ASB's backend: the answer becomes its error text, without tool calls
+                    reply = Response(response_message="An unexpected error occurred: %s" % e)
+                    say("%s: tool-call arguments are not JSON (%s); the answer has no tool call, as in ASB" % (episode, e))
+                usage_log.add(episode, getattr(response, "usage", None), malformed)
+                agent_process.set_response(reply)
             agent_process.set_status("done")
             agent_process.set_end_time(time.time())
 
@@ -276,6 +342,9 @@ def main():
 
     say("pid %d: main_attacker.py in %s, route %s, run %s%s" % (
         os.getpid(), asb_dir, llm_name, run_id, ", session %s" % ns.session if ns.session else ""))
+    say("attempt %s; tool-call arguments that are not JSON: %s" % (
+        ns.attempt if ns.attempt is not None else "not numbered",
+        "no tool call, as ASB's backend" if mode == "asb" else "kept with {} (deviation from ASB)"))
     sys.argv = [script] + list(rest)
     code = 0
     try:

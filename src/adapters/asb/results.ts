@@ -11,7 +11,9 @@
  * (reports say which model answered). RR also needs the judge to answer exactly `0` or `1`.
  */
 import { Data, Effect } from "effect"
+import { type AttemptLine, readAttempts } from "../../experiment/attempts.js"
 import { readAsbShards } from "../../scoring/asb-results.js"
+import { asbFinal, currentCalls, toolAttempts } from "../../scoring/current.js"
 import { type AsbCore, asbDelta, asbMetrics, refusalMarker } from "../../scoring/metrics.js"
 import type { AsbDelta, PairedDiff, Proportion } from "../../scoring/summary-types.js"
 import type { AgentTasks } from "./data.js"
@@ -55,8 +57,9 @@ export interface AttackResults {
 
 /**
  * Reads one attack directory's shard CSVs, joins the rows with the audit file's records of the
- * session (the attack tag) and computes the metrics. `blockMarker` defaults to the refusal
- * template's fixed text.
+ * session (the attack tag) — each episode's calls from its shard's final start (the directory's
+ * `attempts.jsonl`; scoring/current.ts) — and computes the metrics. `blockMarker` defaults to the
+ * refusal template's fixed text.
  */
 export const attackResults = (opts: {
   readonly dir: string
@@ -71,7 +74,11 @@ export const attackResults = (opts: {
     const agents = tasksByAgent(opts.tasks)
     const ordered = sortByEpisode(rows, agents)
     const core = asbMetrics(ordered, refusalMarker(opts.refusalTemplate))
-    const audit = joinAudit(ordered, agents, readAuditCalls(opts.auditFile), opts.session)
+    const lines = yield* readAttempts(opts.dir).pipe(Effect.orElseSucceed(() => new Map<string, AttemptLine>()))
+    const session = opts.session ?? ""
+    const mine = readAuditCalls(opts.auditFile).filter((r) => r.session_id === opts.session)
+    const current = currentCalls(mine, asbFinal(new Map([[session, toolAttempts(lines.values())]])))
+    const audit = joinAudit(ordered, agents, current, opts.session, mine.length - current.length)
     return { dir: opts.dir, shards: files.length, core, audit, refusal_judge: opts.refusalJudge }
   })
 
@@ -89,6 +96,21 @@ export const formatProportion = (p: Proportion): string => (p.p === null ? "–"
 /** `-0.250 [-0.400, -0.100], n 20` */
 export const formatDiff = (d: PairedDiff): string => (d.d === null ? "– (no pairs)" : `${num(d.d)} [${num(d.lo)}, ${num(d.hi)}], n ${d.n}`)
 
+/**
+ * `38/40 calls joined to 20 of 20 episodes, 2 calls of episodes no row has (asb:a:T:0, …), 12 calls
+ * of earlier shard starts left out`
+ */
+export const auditLine = (a: AuditJoin): string => {
+  const parts = [`${a.calls_joined}/${a.calls} calls joined to ${a.rows_with_calls} of ${a.rows.length} episodes`]
+  const unmatched = a.calls - a.calls_joined
+  if (a.unmatched_episodes.length > 0) {
+    const shown = a.unmatched_episodes.slice(0, 3).join(", ")
+    parts.push(`${unmatched} call${unmatched === 1 ? "" : "s"} of ${a.unmatched_episodes.length} episode${a.unmatched_episodes.length === 1 ? "" : "s"} no row has (${shown}${a.unmatched_episodes.length > 3 ? ", …" : ""})`)
+  }
+  if (a.stale_calls > 0) parts.push(`${a.stale_calls} call${a.stale_calls === 1 ? "" : "s"} of earlier shard starts left out`)
+  return parts.join(", ")
+}
+
 /** The result line of one attack run. */
 export const formatResults = (r: AttackResults): string => {
   const c = r.core
@@ -96,7 +118,7 @@ export const formatResults = (r: AttackResults): string => {
   return (
     `${c.n_rows} episodes${infra}: ASR ${formatProportion(c.asr)}, task success ${formatProportion(c.original_task_success)}, ` +
     `refusal ${formatProportion(c.refusal_rate)}; ${r.audit.episodes_with_block} with a blocked call; ` +
-    `audit: ${r.audit.calls_joined}/${r.audit.calls} calls joined to ${r.audit.rows_with_calls} episodes; ` +
+    `audit: ${auditLine(r.audit)}; ` +
     `refusal judge ${describeRefusalJudge(r.refusal_judge)}`
   )
 }

@@ -4,13 +4,17 @@
  *
  * 1. Checks: the checkout (`paths.asb_dir/main_attacker.py`), ASB's Python (`paths.asb_python`),
  *    the proxy (`GET /healthz`); each failure is one line naming the fix.
- * 2. Shards: the attack's tools (`data.ts`: tool set, clean = one per agent, `tools_per_agent`),
- *    round-robin into `shardNN.tools.jsonl` (rewritten every time).
+ * 2. Shards: the attack's tools (`data.ts`: tool set, the experiment's `asb.agents` — an agent the
+ *    tasks file does not have is an error naming the known ones —, clean = one per agent,
+ *    `tools_per_agent`), round-robin into `shardNN.tools.jsonl` (rewritten every time).
  * 3. Resume: a shard whose `shardNN.csv` already has its rows (`csv.ts`) is skipped; any other
  *    shard runs again from the start.
  * 4. Every shard to run is a child process in a scope of its own, at most `concurrency` at once
- *    (default: all): `<asb_python> launch.py --asb-dir <asb> --run-id <run id> --session <tag> --
- *    --llm_name <route> --attack_type <type> --attacker_tools_path <abs shard file> --res_file
+ *    (default: all). Its start is numbered first in the directory's `attempts.jsonl` (key
+ *    `shardNN`, with its tools and `malformed_arguments`; experiment/attempts.ts), and its CSV and
+ *    `shardNN.usage.jsonl` are removed: `<asb_python> launch.py --asb-dir <asb> --run-id <run id>
+ *    --session <tag> --attempt <n> --usage-file <abs shardNN.usage.jsonl> --malformed-arguments
+ *    <asb.malformed_arguments> -- --llm_name <route> --attack_type <type> --attacker_tools_path <abs shard file> --res_file
  *    <abs shardNN.csv> --database <abs dir/no_memory_db> --task_num <n> --max_new_tokens <m>
  *    <method flags>`, cwd the checkout, env `OPENAI_BASE_URL=<proxy_url>`, `OPENAI_API_KEY=vetobench`,
  *    `PYTHONUNBUFFERED=1`; stdout and stderr go to `shardNN.log`. The `--database` path never
@@ -30,7 +34,9 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { type AsbAttack, asbRunDir, attackTag, type Experiment, routeFor, runIdFor, type Variant } from "../../config/experiment.js"
 import { Settings } from "../../config/service.js"
+import { openAttemptLog } from "../../experiment/attempts.js"
 import { Progress, type ProgressTracker } from "../../experiment/progress.js"
+import { didYouMeanClause } from "../../domain/suggest.js"
 import { checkProxy } from "../agent-safetybench/run.js"
 import { readTally, shardDone } from "./csv.js"
 import {
@@ -151,6 +157,21 @@ interface ShardFiles {
   readonly toolsFile: string
   readonly csv: string
   readonly log: string
+  /** the launcher's tokens per agent answer */
+  readonly usage: string
+}
+
+/** `shardNN.usage.jsonl`: one line per agent answer (launch.py `--usage-file`). */
+export const usageFileOf = (dir: string, shard: string): string => path.join(dir, `${shard}.usage.jsonl`)
+
+/** The experiment's `asb.agents` that the tasks file does not know, as one line; null when all are known. */
+export const unknownAgents = (wanted: ReadonlyArray<string> | null, tasks: ReadonlyArray<AgentTasks>, file: string): string | null => {
+  if (wanted === null) return null
+  const known = tasks.map((a) => a.name).filter((n) => n !== "")
+  const bad = wanted.find((a) => !known.includes(a))
+  if (bad === undefined) return null
+  const clause = didYouMeanClause(bad, known)
+  return `asb.agents in ${file}: ASB has no agent '${bad}'${clause === "" ? "" : `; ${clause}`} (agents: ${known.join(", ")})`
 }
 
 /** Run (or resume) one attack of one model × variant. */
@@ -184,21 +205,26 @@ export const runAsbAttack = (
       const dataError = (e: { readonly message: string }) => fail(`ASB data: ${e.message}`)
       const tools: ReadonlyArray<AttackerTool> = yield* readAttackerTools(attackToolsFile(asbDir, exp.asb.attack_tools)).pipe(Effect.mapError(dataError))
       const tasks: ReadonlyArray<AgentTasks> = yield* readTasks(path.join(asbDir, "data", TASKS_FILE)).pipe(Effect.mapError(dataError))
+      const badAgent = unknownAgents(exp.asb.agents, tasks, exp.file)
+      if (badAgent !== null) return yield* fail(badAgent)
       const { taskNum, shards } = planShards(tools, tasks, {
         method: attack.method,
         toolsPerAgent: exp.asb.tools_per_agent,
         taskNum: exp.asb.task_num,
-        shards: exp.asb.shards
+        shards: exp.asb.shards,
+        agents: exp.asb.agents
       })
       if (shards.length === 0) return yield* fail(`no ASB attacker tools selected from ${attackToolsFile(asbDir, exp.asb.attack_tools)}`)
       const perTool = episodesPerTool(tasks, taskNum)
 
       yield* Effect.try({ try: () => fs.mkdirSync(dir, { recursive: true }), catch: (e) => fail(`cannot create ${dir}: ${String(e)}`) })
+      const attempts = yield* openAttemptLog(dir).pipe(Effect.mapError((e) => fail(e.message)))
       const files: ReadonlyArray<ShardFiles> = shards.map((plan) => ({
         plan,
         toolsFile: path.join(dir, `${plan.name}.tools.jsonl`),
         csv: path.join(dir, `${plan.name}.csv`),
-        log: path.join(dir, `${plan.name}.log`)
+        log: path.join(dir, `${plan.name}.log`),
+        usage: usageFileOf(dir, plan.name)
       }))
       for (const f of files) {
         yield* Effect.try({ try: () => fs.writeFileSync(f.toolsFile, shardToolsText(f.plan.tools)), catch: (e) => fail(`cannot write ${f.toolsFile}: ${String(e)}`) })
@@ -249,8 +275,17 @@ export const runAsbAttack = (
         Effect.scoped(
           Effect.gen(function*() {
             fs.rmSync(f.csv, { force: true }) // main_attacker starts it afresh; progress counts from 0
+            fs.rmSync(f.usage, { force: true }) // tokens of this start only, as the CSV's rows
             counted.set(f.plan.name, { csv: f.csv, rows: 0 })
             const fd = yield* Effect.acquireRelease(Effect.sync(() => fs.openSync(f.log, "w")), (fd) => Effect.sync(() => fs.closeSync(fd)))
+            const numbered = yield* Effect.either(
+              attempts.start(f.plan.name, { tools: f.plan.tools.map((t) => t.name), malformed_arguments: exp.asb.malformed_arguments })
+            )
+            if (Either.isLeft(numbered)) {
+              const why = `could not number the attempt: ${numbered.left.message}`
+              fs.writeSync(fd, `${why}\n`)
+              return result(f, "failed", why, 0)
+            }
             const args = mainAttackerArgs({
               route,
               attack,
@@ -260,7 +295,15 @@ export const runAsbAttack = (
               taskNum,
               maxNewTokens: exp.asb.max_new_tokens
             })
-            const cmd = Command.make(python, launcher, "--asb-dir", asbDir, "--run-id", runId, "--session", tag, "--", ...args).pipe(
+            const launch = [
+              "--asb-dir", asbDir,
+              "--run-id", runId,
+              "--session", tag,
+              "--attempt", String(numbered.right),
+              "--usage-file", path.resolve(f.usage),
+              "--malformed-arguments", exp.asb.malformed_arguments
+            ]
+            const cmd = Command.make(python, launcher, ...launch, "--", ...args).pipe(
               Command.workingDirectory(asbDir),
               Command.env(env),
               Command.stdin(Stream.empty)
