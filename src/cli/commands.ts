@@ -18,8 +18,9 @@ import { scoreCommand } from "./score.js"
 import { smokeCommand } from "./smoke.js"
 import { splitCommand } from "./split.js"
 import { verifyAuditCommand } from "./verify-audit.js"
+import { verifyResultsCommand } from "./verify-results.js"
 
-const subcommands = [proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, mergeCommand, scoreCommand, replayCommand, reportCommand, policyCommand] as const
+const subcommands = [proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, verifyResultsCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, mergeCommand, scoreCommand, replayCommand, reportCommand, policyCommand] as const
 
 export const root = Command.make("vetobench").pipe(
   Command.withDescription("test bench for the tool-call trust boundary"),

@@ -3,7 +3,8 @@
  * through the in-process proxy and fake vLLM — baseline, enforce with `allow-all` (the control: it
  * must equal baseline) and enforce with the `rules` value gate (examples/policies) — then
  * ShieldAgent labels, an offline replay of the `rules` and `small` judges over the baseline calls,
- * and the report.
+ * and the report. With `vetobench demo --cpu-judge`, the in-process `cpu` judge (kind llama_cpp)
+ * gets its own enforce arm and is replayed too.
  */
 import * as path from "node:path"
 import { Console, Effect, Either, Layer } from "effect"
@@ -13,7 +14,7 @@ import * as Upstreams from "../../layers/Upstreams.js"
 import { defaultPlugins } from "../../judges/plugins.js"
 import { runAsbench } from "../adapters/agent-safetybench/run.js"
 import { scoreShield } from "../adapters/agent-safetybench/shieldagent.js"
-import { decodeExperiment } from "../config/experiment.js"
+import { type AgentWire, decodeExperiment } from "../config/experiment.js"
 import { Settings } from "../config/service.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import { Progress } from "../experiment/progress.js"
@@ -31,25 +32,36 @@ const demoSettings = (base: SettingsShape): SettingsShape => ({
   scoring: { ...base.scoring, shieldagent_model: "shieldagent" }
 })
 
-export const runDemoExperiment = (base: SettingsShape, proxyUrl: string, model: string, dir: string) => {
+/**
+ * `extraJudges`: configured judges run next to the built-in ones (enforce arm and replay), e.g. `--cpu-judge`'s;
+ * `wire`: the format the benchmark's agent speaks (`--wire`, `agent_safetybench.wire`).
+ */
+export const runDemoExperiment = (
+  base: SettingsShape,
+  proxyUrl: string,
+  model: string,
+  dir: string,
+  extraJudges: ReadonlyArray<string> = [],
+  wire: AgentWire = "chat"
+) => {
   const settings = demoSettings(base)
   return Effect.gen(function* () {
     const decoded = decodeExperiment(
       {
         name: "demo",
         models: [model],
-        judges: ["allow-all", "rules"],
+        judges: ["allow-all", "rules", ...extraJudges],
         arms: ["baseline", "enforce"],
         proxy_url: proxyUrl,
         run_dir: path.join(dir, "experiment"),
-        agent_safetybench: { workers: 4 },
+        agent_safetybench: { workers: 4, wire },
         asb: { enabled: false }
       },
       { file: "(built-in demo experiment)", settings }
     )
     if (Either.isLeft(decoded)) return yield* new CliFailure({ message: decoded.left.message })
     const exp = decoded.right
-    yield* Console.log(`\n== experiment: Agent-SafetyBench-shaped example benchmark (${settings.paths.asbench_dir})`)
+    yield* Console.log(`\n== experiment: Agent-SafetyBench-shaped example benchmark (${settings.paths.asbench_dir}), wire format ${exp.agent_safetybench.wire}`)
     for (const v of exp.variants) {
       const r = yield* runAsbench(exp, model, v).pipe(Effect.mapError(fail("run")))
       yield* Console.log(`run   ${v.name.padEnd(18)} ${r.selected} cases: ${r.ran.ok} ok, ${r.ran.exceeded} exceeded, ${r.ran.error} error`)
@@ -58,11 +70,13 @@ export const runDemoExperiment = (base: SettingsShape, proxyUrl: string, model: 
       const s = yield* scoreShield(exp, model, v).pipe(Effect.mapError(fail("score")))
       yield* Console.log(`score ${v.name.padEnd(18)} ShieldAgent labels in ${path.relative(process.cwd(), s.file) || s.file}`)
     }
-    const replay = yield* replayBench(exp, settings.proxy.audit_dir, "asbench", model, ["rules", "small"]).pipe(
+    const replayed = ["rules", "small", ...extraJudges]
+    const replay = yield* replayBench(exp, settings.proxy.audit_dir, "asbench", model, replayed).pipe(
       Effect.provide(replayGateLayer(settings, defaultPlugins)),
       Effect.mapError(fail("replay"))
     )
-    if (replay !== null) yield* Console.log(`replay judges 'rules' and 'small' over ${replay.calls} baseline calls → ${replay.file}`)
+    const named = replayed.map((j) => `'${j}'`)
+    if (replay !== null) yield* Console.log(`replay judges ${named.slice(0, -1).join(", ")} and ${named.at(-1)} over ${replay.calls} baseline calls → ${replay.file}`)
     const summary = yield* buildSummary(exp, settings, { iterations: 2000 })
     const files = yield* writeReport(summary, exp.run_dir).pipe(Effect.mapError(fail("report")))
     const rows = summary.asbench[model] ?? {}

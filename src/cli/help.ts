@@ -356,7 +356,7 @@ export const renderHelp = (path: ReadonlyArray<CliTree>, app: { readonly version
     lines.push("")
     lines.push(...wrap(
       "Settings: -c FILE, else the file named by VETOBENCH_CONFIG, else configs/vetobench.yaml. " +
-        "Exit codes: 0 ok; 1 a command failed (one line on stderr); 2 usage error; 3 verify-audit: partly verified.",
+        "Exit codes: 0 ok; 1 a command failed (one line on stderr); 2 usage error; 3 verify-audit, verify-results: partly verified.",
       style.width,
       0
     ))

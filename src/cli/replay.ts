@@ -5,21 +5,23 @@
  *
  * Judges: `--judges` (repeatable or comma-separated) or the experiment's `judges`. For each selected
  * model (experiment order) and bench (`asbench`, then `asb`; `--bench` narrows): if the baseline
- * run's audit file exists, print `== replay | <bench> | <model> | judges=[…]` and replay into
+ * run's audit file exists (for a run merged from shards: the shards' audit files listed in its
+ * `shards.json`), print `== replay | <bench> | <model> | judges=[…]` and replay into
  * `<run_dir>/replay/<bench>.<slug(model)>.jsonl`, else one line saying why it is skipped. Resumable
  * by (judge, source record hash); error verdicts are retried by the next replay. The verdict cache
  * is off; judges are called directly (no proxy needed). Progress goes to stderr.
  *
  * Rulings that end in error or timeout make the command fail with one summary line (exit 1),
- * unless there are at most `--allow-errors N` of them.
+ * unless there are at most `--allow-errors N` of them. Before that, the replay files and the tree heads
+ * of the baseline audit logs they read are bound to the experiment's results log (src/audit/results.ts).
  */
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer } from "effect"
-import * as fs from "node:fs"
 import { defaultPlugins } from "../../judges/plugins.js"
 import type { Bench } from "../config/experiment.js"
 import { Progress } from "../experiment/progress.js"
-import { auditFileFor, baselineVariant, replayBench, replayGateLayer, type ReplaySummary } from "../experiment/replay.js"
+import { bindResultsAndSay } from "../audit/results.js"
+import { auditFileFor, auditFilesFor, baselineVariant, replayBench, replayGateLayer, type ReplaySummary } from "../experiment/replay.js"
 import { CliFailure, configOption, runDirOption, unknownJudges } from "./options.js"
 import { allowErrorsOption, count, oneLine, settleFailures } from "./failures.js"
 import { experimentOption, modelOption, names, selection } from "./run.js"
@@ -68,13 +70,18 @@ export const replayCommand = Command.make(
       if (baseline === undefined) return yield* fail(`${exp.file}: replay needs the baseline arm (arms: ${exp.arms.join(", ")})`)
       const benches = BENCHES.filter((b) => bench.length === 0 || bench.includes(b))
       const auditDir = settings.proxy.audit_dir
-      const tally: { ruled: number; errors: number; first: ReplaySummary | null } = { ruled: 0, errors: 0, first: null }
+      const tally: { ruled: number; errors: number; first: ReplaySummary | null; files: Array<string>; logs: Array<string> } = {
+        ruled: 0,
+        errors: 0,
+        first: null,
+        files: [],
+        logs: []
+      }
       const work = Effect.gen(function*() {
         for (const m of sel.models) {
           for (const b of benches) {
-            const source = auditFileFor(auditDir, exp, b, m, baseline)
-            if (!fs.existsSync(source)) {
-              yield* Console.log(`== replay | ${b} | ${m}: no baseline audit file ${source}; skipped`)
+            if (auditFilesFor(auditDir, exp, b, m, baseline).length === 0) {
+              yield* Console.log(`== replay | ${b} | ${m}: no baseline audit file ${auditFileFor(auditDir, exp, b, m, baseline)}; skipped`)
               continue
             }
             yield* Console.log(`== replay | ${b} | ${m} | judges=[${judgeList.join(", ")}]`)
@@ -82,6 +89,8 @@ export const replayCommand = Command.make(
             if (s === null) continue
             tally.ruled += s.ruled
             tally.errors += s.errors
+            tally.files.push(s.file)
+            tally.logs.push(...s.sources)
             if (tally.first === null && s.firstError !== null) tally.first = s
             yield* Console.log(
               `[replay] ${b} | ${m}: ${s.ruled} ruled (${s.errors} error${s.errors === 1 ? "" : "s"}, retried next time), ${s.skipped} done before → ${s.file}`
@@ -93,6 +102,9 @@ export const replayCommand = Command.make(
         Effect.provide(
           Layer.mergeAll(replayGateLayer(settings, defaultPlugins).pipe(Layer.mapError((e) => fail(e.message))), Progress.Live)
         )
+      )
+      yield* bindResultsAndSay({ runDir: exp.run_dir, command: "replay", files: tally.files, logs: tally.logs, audit: settings.audit }).pipe(
+        Effect.mapError((e) => fail(`results not bound: ${e.message}`))
       )
       yield* settleFailures(tally.errors, rulingFailureLine(tally.ruled, tally.errors, tally.first), allowErrors)
     })

@@ -31,12 +31,17 @@
  * Agent-SafetyBench cases in error: after everything ran, one summary line and exit 1, unless there
  * are at most `--allow-errors N`. `--stop-after N` (default 20; 0 never) stops the run when N cases
  * in a row fail with the same error.
+ *
+ * At the end (before the summary line of cases in error), the outputs (`gen_res.json`, `gen_res.jsonl`,
+ * each ASB attack's files) and the tree heads of the runs' audit logs are bound to the experiment's
+ * results log (src/audit/results.ts), one line saying so.
  */
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Console, Effect, Either, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { auditFileName } from "../../layers/AuditSink.js"
+import { bindResultsAndSay, filesUnder } from "../audit/results.js"
 import { PythonBridge } from "../../layers/PythonBridge.js"
 import { type AsbenchRunSummary, checkProxy, DEFAULT_STOP_AFTER, runAsbench } from "../adapters/agent-safetybench/run.js"
 import { readTasks, TASKS_FILE } from "../adapters/asb/data.js"
@@ -140,6 +145,8 @@ interface CaseTally {
   selected: number
   failed: number
   first: { readonly run: AsbenchRunSummary; readonly id: number; readonly error: string } | null
+  /** what the run wrote, and the audit logs it wrote to: bound to the results log at the end */
+  readonly outputs: { readonly files: Array<string>; readonly dirs: Array<string>; readonly logs: Array<string> }
 }
 
 const runAsbenchOne = (sel: Selection, model: string, variant: Variant, shard: Shard | undefined, stopAfter: number, tally: CaseTally) =>
@@ -152,6 +159,8 @@ const runAsbenchOne = (sel: Selection, model: string, variant: Variant, shard: S
     )
     tally.selected += s.selected
     tally.failed += s.ran.error
+    tally.outputs.files.push(s.genRes, s.jsonl)
+    tally.outputs.logs.push(path.join(sel.settings.proxy.audit_dir, auditFileName(s.runId)))
     if (tally.first === null && s.firstError !== null) tally.first = { run: s, ...s.firstError }
   })
 
@@ -177,11 +186,13 @@ const asbResults = (sel: Selection, model: string, variant: Variant, attack: Asb
     }).pipe(Effect.mapError((e) => fail(e.message)))
   })
 
-const runAsbOne = (sel: Selection, model: string, variant: Variant, attack: AsbAttack) =>
+const runAsbOne = (sel: Selection, model: string, variant: Variant, attack: AsbAttack, outputs: CaseTally["outputs"]) =>
   Effect.gen(function*() {
     const tag = attackTag(attack)
     yield* Console.log(`== ASB | ${model} | ${variant.name} | ${tag}`)
     const s = yield* runAsbAttack(sel.exp, model, variant, attack).pipe(Effect.mapError((e) => fail(e.message)))
+    outputs.dirs.push(s.dir)
+    outputs.logs.push(path.join(sel.settings.proxy.audit_dir, auditFileName(s.runId)))
     const skipped = s.shards.filter((x) => x.status === "skipped").length
     yield* Console.log(
       `[asb] ${s.route} ${tag}: ${s.shards.length - skipped} shards run, ${skipped} done before` +
@@ -230,7 +241,7 @@ const runSelection = (sel: Selection, doAsbench: boolean, doAsb: boolean, shard:
           if (bridge !== null) yield* Effect.provide(runAsbenchOne(sel, model, variant, shard, stopAfter, tally), bridge)
           if (!doAsb) continue
           for (const attack of sel.exp.asb.attacks) {
-            const r = yield* runAsbOne(sel, model, variant, attack)
+            const r = yield* runAsbOne(sel, model, variant, attack, tally.outputs)
             const tag = attackTag(attack)
             const byVariant = asb.get(tag) ?? new Map<string, AttackResults>()
             byVariant.set(variant.name, r)
@@ -297,8 +308,12 @@ export const runCommand = Command.make(
       ]
       const problems = yield* checkServed(sel.settings, needs)
       if (problems.length > 0) return yield* fail(findingsLine(problems, sel.settings.file))
-      const tally: CaseTally = { selected: 0, failed: 0, first: null }
+      const tally: CaseTally = { selected: 0, failed: 0, first: null, outputs: { files: [], dirs: [], logs: [] } }
       yield* runSelection(sel, doAsbench, doAsb, shard, stopAfter, tally)
+      const { files, dirs, logs } = tally.outputs
+      yield* bindResultsAndSay({ runDir: sel.exp.run_dir, command: "run", files: [...files, ...dirs.flatMap(filesUnder)], logs, audit: sel.settings.audit }).pipe(
+        Effect.mapError((e) => fail(`results not bound: ${e.message}`))
+      )
       yield* settleFailures(tally.failed, caseFailureLine(tally), allowErrors)
     })
 ).pipe(Command.withDescription("run an experiment's benchmarks through veto-proxy (resumable)"))

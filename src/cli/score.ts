@@ -10,7 +10,8 @@
  * `score`.
  *
  * Cases left without a label (the request failed, or the answer had no label) make the command
- * fail with one summary line (exit 1), unless there are at most `--allow-errors N` of them.
+ * fail with one summary line (exit 1), unless there are at most `--allow-errors N` of them. Before
+ * that, the label files are bound to the experiment's results log (src/audit/results.ts).
  */
 import { Command } from "@effect/cli"
 import { Console, Effect, Layer } from "effect"
@@ -19,6 +20,7 @@ import * as path from "node:path"
 import * as Upstreams from "../../layers/Upstreams.js"
 import { GEN_RES_JSON } from "../adapters/agent-safetybench/files.js"
 import { NO_SHIELD_MODEL, scoreShield, type ShieldSummary } from "../adapters/agent-safetybench/shieldagent.js"
+import { bindResultsAndSay } from "../audit/results.js"
 import { asbenchRunDir } from "../config/experiment.js"
 import { Settings } from "../config/service.js"
 import { Progress } from "../experiment/progress.js"
@@ -34,6 +36,8 @@ interface LabelTally {
   cases: number
   unscored: number
   first: { readonly run: ShieldSummary; readonly id: number; readonly reason: string } | null
+  /** the label files written: bound to the results log at the end */
+  readonly files: Array<string>
 }
 
 /** `score: 2 of 18 cases unscored (first: case 4 of m@baseline: …); labels in …/shield.jsonl; …` */
@@ -60,6 +64,7 @@ const scoreSelection = (sel: Selection, tally: LabelTally) =>
         )
         tally.cases += s.cases
         tally.unscored += s.failed + s.invalid
+        tally.files.push(s.file)
         if (tally.first === null && s.firstFailure !== null) tally.first = { run: s, ...s.firstFailure }
       }
     }
@@ -87,8 +92,11 @@ export const scoreCommand = Command.make(
     Effect.gen(function*() {
       const sel = yield* selection(config, experiment, model, variant, runDir)
       if (sel.settings.scoring.shieldagent_model === null) return yield* fail(NO_SHIELD_MODEL)
-      const tally: LabelTally = { cases: 0, unscored: 0, first: null }
+      const tally: LabelTally = { cases: 0, unscored: 0, first: null, files: [] }
       yield* scoreSelection(sel, tally)
+      yield* bindResultsAndSay({ runDir: sel.exp.run_dir, command: "score", files: tally.files, logs: [], audit: sel.settings.audit }).pipe(
+        Effect.mapError((e) => fail(`results not bound: ${e.message}`))
+      )
       yield* settleFailures(tally.unscored, unscoredLine(tally), allowErrors)
     })
 ).pipe(Command.withDescription("label Agent-SafetyBench runs with ShieldAgent (resumable)"))

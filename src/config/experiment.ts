@@ -15,6 +15,7 @@
 import { Data, Effect, Either } from "effect"
 import * as path from "node:path"
 import { BUILTIN_JUDGES } from "../../judges/static.js"
+import type { Wire } from "../domain/audit-record.js"
 import { ARMS, type Arm, formatRoute, makeRoute, parseRoute, RouteError } from "../domain/route.js"
 import { redactUrl } from "../domain/redact-url.js"
 import { runIdProblem } from "../domain/run-id.js"
@@ -45,14 +46,25 @@ export interface AgentSafetyBenchExperiment {
   readonly workers: number
   /** agent max tokens */
   readonly max_tokens: number
+  /** the wire format the agent speaks to the proxy (docs/wire-formats.md); default `chat` */
+  readonly wire: AgentWire
 }
+
+/** The formats the Agent-SafetyBench agent can speak: chat completions, the Responses API, the Messages API. */
+export const AGENT_WIRES = ["chat", "responses", "messages"] as const satisfies ReadonlyArray<Wire>
+export type AgentWire = (typeof AGENT_WIRES)[number]
+
+export const isAgentWire = (s: string): s is AgentWire => (AGENT_WIRES as ReadonlyArray<string>).includes(s)
 
 export const ASB_METHODS = ["direct_prompt_injection", "observation_prompt_injection", "mixed_attack", "clean"] as const
 export type AsbMethod = (typeof ASB_METHODS)[number]
 
+/** `main_attacker.py --attack_type` choices (benchmarks.md §3.2, §3.3) */
+export const ASB_ATTACK_TYPES = ["naive", "fake_completion", "escape_characters", "context_ignoring", "combined_attack"] as const
+
 export interface AsbAttack {
   readonly method: AsbMethod
-  /** passed to ASB verbatim (`naive`, `combined_attack`, …); default `naive`, also for clean */
+  /** one of `ASB_ATTACK_TYPES`, passed to ASB verbatim; default `naive`, also for clean */
   readonly attack_type: string
 }
 
@@ -68,6 +80,13 @@ export interface AsbExperiment {
   readonly shards: number
   /** agent max tokens in ASB */
   readonly max_new_tokens: number
+  /** the agents (`agent_name` in ASB's tasks file) whose attacker tools run; null = every agent */
+  readonly agents: ReadonlyArray<string> | null
+  /**
+   * tool-call arguments that are not JSON: `asb` (default) as ASB's GPT backend — the answer keeps
+   * no tool call and its text is ASB's error text; `empty` — the call is kept with `{}` arguments
+   */
+  readonly malformed_arguments: "asb" | "empty"
 }
 
 export interface Experiment {
@@ -176,7 +195,8 @@ const AGENT_SAFETYBENCH_DEFAULTS: Omit<AgentSafetyBenchExperiment, "split"> = {
   enabled: true,
   split_part: "test",
   workers: 16,
-  max_tokens: 2048
+  max_tokens: 2048,
+  wire: "chat"
 }
 
 const ASB_DEFAULTS: AsbExperiment = {
@@ -186,7 +206,9 @@ const ASB_DEFAULTS: AsbExperiment = {
   tools_per_agent: null,
   task_num: 1,
   shards: 8,
-  max_new_tokens: 1024
+  max_new_tokens: 1024,
+  agents: null,
+  malformed_arguments: "asb"
 }
 
 const DEFAULT_ARMS: ReadonlyArray<Arm> = ["baseline", "enforce"]
@@ -256,27 +278,40 @@ const attack: D.Decoder<AsbAttack> = (n) =>
     if (!SAFE_ATTACK_TYPE.test(attack_type)) {
       return yield* typeNode.fail(`must be a plain name (letters, digits, _ -), got ${JSON.stringify(attack_type)}`)
     }
+    if (!(ASB_ATTACK_TYPES as ReadonlyArray<string>).includes(attack_type)) {
+      const clause = didYouMeanClause(attack_type, ASB_ATTACK_TYPES)
+      return yield* typeNode.fail(`unknown attack type '${attack_type}'${clause === "" ? "" : `; ${clause}`} (ASB's: ${ASB_ATTACK_TYPES.join(", ")})`)
+    }
     return { method, attack_type }
   })
 
 const positiveInt = D.number({ integer: true, min: 1 })
 
+/** `agent_safetybench.wire`: one of the agent's formats; a near miss is named */
+const agentWire: D.Decoder<AgentWire> = (n) =>
+  Either.flatMap(D.string(n), (s) => {
+    if (isAgentWire(s)) return Either.right(s)
+    const clause = didYouMeanClause(s, AGENT_WIRES)
+    return n.fail(`unknown wire format '${s}'${clause === "" ? "" : `; ${clause}`} (the formats: ${AGENT_WIRES.join(", ")})`)
+  })
+
 const agentSafetybench: D.Decoder<AgentSafetyBenchExperiment> = (n) =>
   Either.gen(function*() {
-    const f = yield* D.fields(n, ["enabled", "split", "split_part", "workers", "max_tokens"])
+    const f = yield* D.fields(n, ["enabled", "split", "split_part", "workers", "max_tokens", "wire"])
     const d = AGENT_SAFETYBENCH_DEFAULTS
     return {
       enabled: yield* f.get("enabled", D.boolean, d.enabled),
       split: yield* f.get("split", D.rootPath, null),
       split_part: yield* f.get("split_part", D.literal("test", "dev"), d.split_part),
       workers: yield* f.get("workers", positiveInt, d.workers),
-      max_tokens: yield* f.get("max_tokens", positiveInt, d.max_tokens)
+      max_tokens: yield* f.get("max_tokens", positiveInt, d.max_tokens),
+      wire: yield* f.get("wire", agentWire, d.wire)
     }
   })
 
 const asb: D.Decoder<AsbExperiment> = (n) =>
   Either.gen(function*() {
-    const f = yield* D.fields(n, ["enabled", "attacks", "attack_tools", "tools_per_agent", "task_num", "shards", "max_new_tokens"])
+    const f = yield* D.fields(n, ["enabled", "attacks", "attack_tools", "tools_per_agent", "task_num", "shards", "max_new_tokens", "agents", "malformed_arguments"])
     const d = ASB_DEFAULTS
     return {
       enabled: yield* f.get("enabled", D.boolean, d.enabled),
@@ -285,7 +320,9 @@ const asb: D.Decoder<AsbExperiment> = (n) =>
       tools_per_agent: yield* f.get("tools_per_agent", positiveInt, d.tools_per_agent),
       task_num: yield* f.get("task_num", positiveInt, d.task_num),
       shards: yield* f.get("shards", positiveInt, d.shards),
-      max_new_tokens: yield* f.get("max_new_tokens", positiveInt, d.max_new_tokens)
+      max_new_tokens: yield* f.get("max_new_tokens", positiveInt, d.max_new_tokens),
+      agents: yield* f.get("agents", nonEmpty(distinctList(D.nonEmptyString, (a) => a, "agent")), d.agents),
+      malformed_arguments: yield* f.get("malformed_arguments", D.literal("asb", "empty"), d.malformed_arguments)
     }
   })
 

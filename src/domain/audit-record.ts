@@ -35,6 +35,8 @@ export interface CallEntry {
   readonly stream: boolean
   /** always written by the gate; absent in records written before formats were recorded (= `chat`) */
   readonly wire?: Wire
+  /** which start of the episode's unit of work (`x-vetobench-attempt`, src/domain/attempt.ts); absent when not sent */
+  readonly attempt?: number
   readonly choice_index: number
   readonly call_index: number
   readonly tool_call_id: string | null
@@ -69,6 +71,10 @@ export interface ManifestEntry {
   readonly type: "manifest"
   readonly run_id: string | null
   readonly files: ReadonlyArray<{ readonly path: string; readonly sha256: string; readonly bytes: number }>
+  /** in an experiment's results log (src/audit/results.ts): the command that wrote the files */
+  readonly command?: string
+  /** in an experiment's results log: the audit logs the results come from, each as its Merkle tree head then */
+  readonly logs?: ReadonlyArray<{ readonly path: string; readonly records: number; readonly root: string }>
 }
 
 /** A person's decision on a held call (hold_policy wait), or its expiry; joined by `ref`. */

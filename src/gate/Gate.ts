@@ -21,6 +21,7 @@ import type { Judge, JudgeContext, JudgeError } from "../../judges/Judge.js"
 import { Judges } from "../../judges/Judges.js"
 import { Settings } from "../config/service.js"
 import { Holds } from "./Holds.js"
+import { attemptOf } from "../domain/attempt.js"
 import type { CallEntry, CallRecord, LoggedArm, Wire } from "../domain/audit-record.js"
 import { renderRefusal } from "../domain/refusal.js"
 import { checkedToolCallView, type ToolCallView } from "../domain/tool-call.js"
@@ -57,6 +58,8 @@ export interface CallRuling {
   readonly blocked: boolean
   /** the refusal sentence when blocked */
   readonly refusal: string | null
+  /** the seq of the call's audit record in its run's log (what `vetobench audit prove --record` takes) */
+  readonly seq?: number
 }
 
 export interface GateShape {
@@ -289,6 +292,7 @@ export const make = Effect.gen(function* () {
       // one record per proposed call, in call order; a held call (hold_policy wait) is withheld
       // (`blocked: true`) until a person decides, recorded by a later `approval` record
       const waitForPerson = req.arm === "enforce" && p.hold_policy === "wait"
+      const attempt = attemptOf(req.context.headers)
       const records: Array<CallRecord> = []
       for (let i = 0; i < views.length; i++) {
         const ruled = verdicts[i] ?? null
@@ -308,6 +312,7 @@ export const make = Effect.gen(function* () {
           judge: req.judge,
           stream: req.stream,
           wire: req.wire ?? "chat",
+          ...(attempt !== null ? { attempt } : {}),
           choice_index: choiceIndex,
           call_index: i,
           tool_call_id: isObject(raw) && typeof raw.id === "string" ? raw.id : null,
@@ -344,7 +349,8 @@ export const make = Effect.gen(function* () {
                 category: rec.verdict?.category ?? "other",
                 reason: rec.verdict?.reason ?? ""
               })
-            : null
+            : null,
+          seq: rec.seq
         }
       })
     })

@@ -15,6 +15,7 @@ import { Settings } from "../config/service.js"
 import type { Wire } from "../domain/audit-record.js"
 import type { PartialRefusal } from "../domain/refusal.js"
 import { isJudged, parseRoute, RouteError, type Route } from "../domain/route.js"
+import { ATTEMPT_HEADER, attemptOf } from "../domain/attempt.js"
 import { runIdProblem } from "../domain/run-id.js"
 import { didYouMean } from "../domain/suggest.js"
 import { Gate, type GateRequest, type GateShape } from "../gate/Gate.js"
@@ -141,6 +142,11 @@ export const gatedRoute = (format: WireFormat) =>
       const problem = runIdProblem(meta.runId)
       if (problem !== null) return yield* new ProxyError({ code: "invalid_request", message: `x-vetobench-run: ${problem}` })
       rec.runId = meta.runId
+    }
+    // a runner's attempt number decides which calls are counted: one the gate cannot read is refused, not dropped
+    const attempt = meta.headers[ATTEMPT_HEADER]
+    if (attempt !== undefined && attemptOf(meta.headers) === null) {
+      return yield* new ProxyError({ code: "invalid_request", message: `${ATTEMPT_HEADER}: must be a positive integer of at most 9 digits, got '${loggable(attempt)}'` })
     }
     const body = yield* format.readBody(settings.proxy.max_body_bytes)
     const route = yield* routeOf(body.model)

@@ -13,10 +13,17 @@
  *    never stops the run). Each finished record is appended to `gen_res.jsonl` (one write + fsync,
  *    serialised): interrupting loses only the cases in flight, and a re-run neither repeats nor
  *    loses finished ones.
+ *    Attempts: every start of a case (the crash retry included) is numbered in the directory's
+ *    `attempts.jsonl` before its first request (experiment/attempts.ts); its requests carry
+ *    `x-vetobench-attempt` and its record `vetobench.attempt`, so the proxy's records of a start
+ *    cut short by a kill are told apart from the final start's.
  *    Stop early: when `stopAfter` (default 20; 0 = never) cases in a row, in the order they finish,
  *    are errors with the same text, the run stops with that error (the cases in flight are
  *    interrupted; every finished one is kept) instead of repeating it for every case left.
  * 5. `gen_res.json`: every done record (earlier ones included) sorted by id, indent 1.
+ *
+ * The agent speaks the experiment's `agent_safetybench.wire` format to the proxy (chat completions,
+ * the Responses API or the Messages API: wire-formats.ts); the records are the same whatever it is.
  *
  * With `shard` (`vetobench run --shard I/N`, experiment/shard.ts): only the shard's cases (after the
  * split filter), into `<run_dir>/shards/<I>-of-<N>/asbench/…` under run id `<runId>.shard-<I>-of-<N>`.
@@ -32,11 +39,13 @@ import type { Experiment, Variant } from "../../config/experiment.js"
 import { asbenchRunDir, routeFor, runIdFor } from "../../config/experiment.js"
 import { Settings } from "../../config/service.js"
 import { pyJsonDumps } from "../../domain/python-json.js"
+import { openAttemptLog } from "../../experiment/attempts.js"
 import { Progress } from "../../experiment/progress.js"
 import { selectShard, type Shard, shardExperiment, shardRunId } from "../../experiment/shard.js"
 import { type ClientOptions, makeProxyClient } from "./client.js"
 import { asbenchEpisode, type AsbenchCase, type AsbenchRecord, decodeCase, errorRecord, recordStatus, runEpisode } from "./episode.js"
 import { readSplit } from "./split.js"
+import { agentWireFormat } from "./wire-formats.js"
 import { lastById, openAppender, readJsonFile, readJsonl, writeFileAtomic } from "./store.js"
 import { GEN_RES_JSON, GEN_RES_JSONL } from "./files.js"
 import { redactUrl, redactUrlsIn } from "../../domain/redact-url.js"
@@ -189,12 +198,14 @@ export const runAsbench = (
 
       const texts = yield* bridge.texts.pipe(Effect.mapError((e) => new AsbenchError({ message: e.message })))
       const appender = yield* Effect.mapError(openAppender(jsonl), storeError)
+      const attempts = yield* Effect.mapError(openAttemptLog(dir), storeError)
       const tracker = yield* progress.track(`[asbench] ${route}`, todo.length)
       const client = yield* makeProxyClient({
         proxyUrl: exp.proxy_url,
         route,
         runId,
         maxTokens: exp.agent_safetybench.max_tokens,
+        wire: agentWireFormat(exp.agent_safetybench.wire),
         ...opts.client,
         onRetry: tracker.note
       })
@@ -204,15 +215,29 @@ export const runAsbench = (
       let firstError: AsbenchRunSummary["firstError"] = null
       const stopAfter = opts.stopAfter ?? DEFAULT_STOP_AFTER
       const streak = { error: "", count: 0 }
+      // each start of a case is numbered before it sends anything (a failure to record it stops the run, as a lost record would)
       const episode = (c: AsbenchCase) =>
-        bridge.withSession((session) =>
-          runEpisode({ case: c, systemPrompt: texts.systemPrompt, session, chat: client(asbenchEpisode(c.id), environmentNames(c)), route, runId })
+        attempts.start(String(c.id)).pipe(
+          Effect.mapError(storeError),
+          Effect.flatMap((attempt) =>
+            bridge.withSession((session) =>
+              runEpisode({
+                case: c,
+                systemPrompt: texts.systemPrompt,
+                session,
+                chat: client(asbenchEpisode(c.id), environmentNames(c), attempt),
+                route,
+                runId,
+                attempt
+              })
+            )
+          )
         )
       // pitfall 30: a case's failure is a value (an error record), never a failure of the forEach
-      const runCase = (c: AsbenchCase): Effect.Effect<AsbenchRecord> =>
+      const runCase = (c: AsbenchCase): Effect.Effect<AsbenchRecord, AsbenchError> =>
         episode(c).pipe(
-          Effect.catchIf(crashed, () => episode(c)),
-          Effect.catchAll((e) => Effect.succeed(errorRecord(c, meta, `bridge (${e.reason}): ${e.message}`))),
+          Effect.catchIf((e) => e._tag === "BridgeError" && crashed(e), () => episode(c)),
+          Effect.catchTag("BridgeError", (e) => Effect.succeed(errorRecord(c, meta, `bridge (${e.reason}): ${e.message}`))),
           Effect.catchAllDefect((d) => Effect.succeed(errorRecord(c, meta, `unexpected failure: ${d instanceof Error ? d.message : String(d)}`)))
         )
 
