@@ -1,17 +1,16 @@
 /**
- * `vetobench run --bench asb` as users run it: the built bundle against real `vetobench fake-vllm`
- * and `vetobench proxy` processes, a temp repo whose settings point `paths.asb_dir` at an asb-mini
- * checkout (`test/fixtures/asb-mini`, the benchmark's real data linked in) and `paths.asb_python` at
- * the test venv's Python, and an experiment with two variants and two attacks.
+ * `vetobench run --bench asb` as users run it: `vetobench fake-vllm`, `vetobench proxy` and the
+ * commands run in this process (test/support/cli.ts; the shards are the launcher's Python
+ * processes), a temp repo whose settings point `paths.asb_dir` at an asb-mini checkout
+ * (`test/fixtures/asb-mini`, the benchmark's real data linked in) and `paths.asb_python` at the
+ * test venv's Python, and an experiment with two variants and two attacks.
  */
-import type { ChildProcess } from "node:child_process"
-import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeCheckout, testPython } from "../fixtures/asb-mini/checkout.js"
-import { CLI, exited, startCli } from "../support/cli.js"
+import { type InProcessServer, runCliInProcess, startCliInProcess } from "../support/cli.js"
 
 const py = testPython()
 if (py.skip !== null) console.warn(`ASB CLI tests skipped: ${py.skip}`)
@@ -20,13 +19,11 @@ const MODEL = "qwen3.8-27b"
 const DPI = "direct_prompt_injection-naive"
 
 let dir = ""
-const procs: Array<ChildProcess> = []
+const servers: Array<InProcessServer> = []
 
-const strip = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, "")
-const cli = (args: ReadonlyArray<string>) => {
-  const r = spawnSync(process.execPath, [CLI, ...args], { cwd: dir, env: process.env, encoding: "utf8", timeout: 170_000 })
-  return { code: r.status, stdout: strip(r.stdout), stderr: strip(r.stderr) }
-}
+/** `vetobench args…` with the temp repo's configs/vetobench.yaml as the settings (as run in the repo without -c). */
+const cli = (args: ReadonlyArray<string>) => runCliInProcess(args, { env: { VETOBENCH_CONFIG: config("vetobench.yaml") } })
+const config = (name: string) => path.join(dir, "configs", name)
 
 const settingsYaml = (fakeUrl: string, asbDir: string) =>
   [
@@ -72,14 +69,14 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
     const ok = makeCheckout(dir, "asb-ok")
     const failing = makeCheckout(dir, "asb-failing")
     fs.writeFileSync(path.join(failing, "mini_fail.txt"), "CredentialHarvesting\n") // system_admin_agent's 2nd tool
-    const fake = await startCli(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
-    procs.push(fake.proc)
+    const fake = await startCliInProcess(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+    servers.push(fake)
     const fakeUrl = fake.match[1]!
     fs.writeFileSync(path.join(dir, "configs", "vetobench.yaml"), settingsYaml(fakeUrl, ok))
     fs.writeFileSync(path.join(dir, "configs", "failing.yaml"), settingsYaml(fakeUrl, failing))
     fs.writeFileSync(path.join(dir, "configs", "missing.yaml"), settingsYaml(fakeUrl, path.join(dir, "nowhere")))
-    const proxy = await startCli(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
-    procs.push(proxy.proc)
+    const proxy = await startCliInProcess(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+    servers.push(proxy)
     const proxyUrl = proxy.match[1]!
     fs.writeFileSync(path.join(dir, "configs", "exp.yaml"), experimentYaml("cli-asb", proxyUrl, ["{method: direct_prompt_injection, attack_type: naive}", "{method: clean}"]))
     // one tool per agent and 2 shards: shard01 holds the second agent's tool, not system_admin_agent's first
@@ -88,14 +85,11 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
   })
 
   afterAll(async () => {
-    for (const p of procs.reverse()) {
-      p.kill("SIGTERM")
-      await exited(p)
-    }
+    for (const s of servers.reverse()) await s.stop()
   })
 
-  it("runs every variant × attack, prints results and paired Δ; a second run finds the shards done", () => {
-    const r = cli(["run", "-e", "configs/exp.yaml", "--bench", "asb"])
+  it("runs every variant × attack, prints results and paired Δ; a second run finds the shards done", async () => {
+    const r = await cli(["run", "-e", config("exp.yaml"), "--bench", "asb"])
     expect(r.stderr).not.toContain("vetobench:")
     expect(r.code).toBe(0)
     const lines = r.stdout.split("\n")
@@ -110,7 +104,7 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
     expect(lines).toContain(`[asb] ${MODEL}@enforce:small clean: 2 shards run, 0 done before (10 tools × 5 tasks = 50 episodes) → ${runDir("enforce-small", "clean")}`)
     const result = lines.find((l) => l.startsWith(`[asb] ${MODEL}@baseline ${DPI}: 10 episodes: ASR 1.000 [`))
     expect(result).toBeDefined()
-    expect(result).toMatch(/refusal 0\.000 \[.*\]; 0 with a blocked call; audit: (\d+)\/\1 calls joined to 10 episodes; refusal judge gpt-4o-mini → judge-small \(stand-in: RR provisional\)$/)
+    expect(result).toMatch(/refusal 0\.000 \[.*\]; 0 with a blocked call; audit: (\d+)\/\1 calls joined to 10 of 10 episodes; refusal judge gpt-4o-mini → judge-small \(stand-in: RR provisional\)$/)
     expect(lines.some((l) => l.startsWith(`[asb] ${MODEL}@baseline clean: 50 episodes: ASR 0.000 [`))).toBe(true)
     expect(lines.filter((l) => / − baseline /.test(l)).map((l) => l.replace(/ [-0-9.]+ \[[-0-9., ]+\], n \d+$/, ""))).toEqual([
       `[asb] ${MODEL} ${DPI}: ΔASR enforce-small − baseline`,
@@ -119,7 +113,7 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
     expect(lines.find((l) => l.includes("ΔASR"))).toMatch(/, n 10$/)
     expect(lines.find((l) => l.includes("Δ task success"))).toMatch(/, n 50$/)
 
-    // the proxy (its own process) logged each variant under its run id, per episode and attack
+    // the proxy logged each variant under its run id, per episode and attack
     for (const variant of ["baseline", "enforce-small"]) {
       const audit = jsonLines(path.join(dir, "runs", "audit", `cli-asb.asb.${MODEL}.${variant}.jsonl`)).filter((x) => x.type === "call")
       expect(new Set(audit.map((x) => x.session_id))).toEqual(new Set([DPI, "clean"]))
@@ -129,14 +123,14 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
       expect(new Set(clean.map((id) => id.split(":")[3]))).toEqual(new Set(["0", "1", "2", "3", "4"]))
     }
 
-    const again = cli(["run", "-e", "configs/exp.yaml", "--bench", "asb", "--variant", "baseline"])
+    const again = await cli(["run", "-e", config("exp.yaml"), "--bench", "asb", "--variant", "baseline"])
     expect(again.code).toBe(0)
     expect(again.stdout).toContain(`[asb] ${MODEL}@baseline ${DPI}: 0 shards run, 2 done before (10 tools × 1 task = 10 episodes)`)
     expect(again.stdout).toContain(`[asb] ${MODEL}@baseline clean: 0 shards run, 2 done before (10 tools × 5 tasks = 50 episodes)`)
   }, 180_000)
 
-  it("a failing shard: exit 1, one line with its exit status and log; the other shard finished", () => {
-    const r = cli(["run", "-e", "configs/fail.yaml", "-c", "configs/failing.yaml", "--bench", "asb", "--variant", "baseline"])
+  it("a failing shard: exit 1, one line with its exit status and log; the other shard finished", async () => {
+    const r = await cli(["run", "-e", config("fail.yaml"), "-c", config("failing.yaml"), "--bench", "asb", "--variant", "baseline"])
     expect(r.code).toBe(1)
     const dpiDir = path.join(dir, "runs", "cli-asb-fail", "asb", MODEL, "baseline", DPI)
     expect(r.stderr.trim().split("\n").filter((l) => l.startsWith("vetobench:"))).toEqual([
@@ -146,12 +140,12 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
     expect(fs.readFileSync(path.join(dpiDir, "shard00.csv"), "utf8").split("\r\n").filter((l) => l.startsWith("example/"))).toHaveLength(10)
   }, 180_000)
 
-  it("only the treatment variant: the paired Δ is computed against the baseline's results on disk", () => {
+  it("only the treatment variant: the paired Δ is computed against the baseline's results on disk", async () => {
     const proxyUrl = /^proxy_url: (.+)$/m.exec(fs.readFileSync(path.join(dir, "configs", "exp.yaml"), "utf8"))?.[1]
     expect(proxyUrl).toBeDefined()
     fs.writeFileSync(path.join(dir, "configs", "delta.yaml"), experimentYaml("cli-asb-delta", proxyUrl!, ["{method: direct_prompt_injection, attack_type: naive}"]))
-    const run = (variants: ReadonlyArray<string>) => {
-      const r = cli(["run", "-e", "configs/delta.yaml", "--bench", "asb", ...variants.flatMap((v) => ["--variant", v])])
+    const run = async (variants: ReadonlyArray<string>) => {
+      const r = await cli(["run", "-e", config("delta.yaml"), "--bench", "asb", ...variants.flatMap((v) => ["--variant", v])])
       expect(r.stderr).not.toContain("vetobench:")
       expect(r.code).toBe(0)
       return r.stdout.split("\n")
@@ -165,21 +159,21 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
     const deltas = (lines: ReadonlyArray<string>) => lines.filter((l) => / − baseline /.test(l))
 
     // the treatment before any baseline: one line saying there is nothing to pair with
-    const first = run(["enforce-small"])
+    const first = await run(["enforce-small"])
     expect(first.some((l) => l.startsWith(`[asb] ${MODEL}@enforce:small ${DPI}: 2 shards run, 0 done before`))).toBe(true)
     expect(deltas(first)).toEqual([])
     const baseDir = path.join(dir, "runs", "cli-asb-delta", "asb", MODEL, "baseline", DPI)
     expect(first).toContain(`[asb] ${MODEL} ${DPI}: no paired Δ: no baseline results in ${baseDir} (run --variant baseline)`)
 
     // the baseline alone: nothing to compare, no Δ line
-    const base = run(["baseline"])
+    const base = await run(["baseline"])
     expect(base.filter((l) => l.startsWith("== "))).toEqual([`== ASB | ${MODEL} | baseline | ${DPI}`])
     expect(deltas(base)).toEqual([])
     expect(base.some((l) => l.includes("no paired Δ"))).toBe(false)
     const baseAsr = asr(base, `${MODEL}@baseline`)
 
     // the treatment alone (its shards done before): the baseline is neither run nor printed, yet its Δ line is there
-    const treat = run(["enforce-small"])
+    const treat = await run(["enforce-small"])
     expect(treat.filter((l) => l.startsWith("== "))).toEqual([`== ASB | ${MODEL} | enforce-small | ${DPI}`])
     expect(treat.some((l) => l.startsWith(`[asb] ${MODEL}@enforce:small ${DPI}: 0 shards run, 2 done before`))).toBe(true)
     const treatDelta = deltas(treat)
@@ -190,7 +184,7 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
     expect(m![1]).toBe((asr(treat, `${MODEL}@enforce:small`) - baseAsr).toFixed(3))
 
     // both variants (all shards done before): the same Δ line, interval included
-    const both = run(["baseline", "enforce-small"])
+    const both = await run(["baseline", "enforce-small"])
     expect(both.filter((l) => / shards run, /.test(l)).map((l) => l.replace(/ \(10 tools.*$/, ""))).toEqual([
       `[asb] ${MODEL}@baseline ${DPI}: 0 shards run, 2 done before`,
       `[asb] ${MODEL}@enforce:small ${DPI}: 0 shards run, 2 done before`
@@ -198,14 +192,14 @@ describe.skipIf(py.skip !== null)("vetobench run --bench asb", () => {
     expect(deltas(both)).toEqual(treatDelta)
   }, 180_000)
 
-  it("setup problems and empty selections are one line", () => {
-    const missing = cli(["run", "-e", "configs/exp.yaml", "-c", "configs/missing.yaml", "--bench", "asb"])
+  it("setup problems and empty selections are one line", async () => {
+    const missing = await cli(["run", "-e", config("exp.yaml"), "-c", config("missing.yaml"), "--bench", "asb"])
     expect(missing.code).toBe(1)
     expect(missing.stderr).toBe(
-      `vetobench: ASB checkout not found: ${path.join(dir, "nowhere")} does not exist (paths.asb_dir in configs/missing.yaml). Create it with: bash scripts/setup_asb_env.sh\n`
+      `vetobench: ASB checkout not found: ${path.join(dir, "nowhere")} does not exist (paths.asb_dir in ${config("missing.yaml")}). Create it with: bash scripts/setup_asb_env.sh\n`
     )
-    const none = cli(["run", "-e", "configs/none.yaml", "--bench", "asb"])
+    const none = await cli(["run", "-e", config("none.yaml"), "--bench", "asb"])
     expect(none.code).toBe(0)
-    expect(none.stdout.trim()).toBe("== ASB: no attacks in configs/none.yaml (asb.attacks is empty)")
+    expect(none.stdout.trim()).toBe(`== ASB: no attacks in ${config("none.yaml")} (asb.attacks is empty)`)
   }, 120_000)
 })

@@ -1,17 +1,21 @@
-/** The `vetobench` executable as users meet it: demo, verify-audit, proxy, fake-vllm, exit codes. */
+/**
+ * The `vetobench` executable as users meet it: demo, verify-audit, proxy, fake-vllm, exit codes.
+ * The bundle runs where the process is the point (exit 2 of the binary, serving until SIGTERM, exit
+ * 3 of verify-audit); the rest runs the same program in this process.
+ */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { exited, runCli, startCli } from "../support/cli.js"
+import { exited, runCli, runCliInProcess, startCli } from "../support/cli.js"
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "vetobench-cli-"))
 
 describe("vetobench demo", () => {
-  it("runs every arm against the fake vLLM and verifies the audit chain", () => {
+  it("runs every arm against the fake vLLM and verifies the audit chain", async () => {
     const out = tmp()
-    const r = runCli(["demo", "--out", out])
-    expect(r.stderr).not.toMatch(/Error:|at .*\.mjs/)
+    const r = await runCliInProcess(["demo", "--out", out])
+    expect(r.stderr).not.toMatch(/Error:|at .*\.(mjs|ts)/)
     expect(r.code).toBe(0)
     const lines = r.stdout.split("\n")
     const row = (prefix: string, stream = "no") => lines.find((l) => l.startsWith(prefix) && l.split(/\s+/)[1] === stream) ?? ""
@@ -40,8 +44,8 @@ describe("vetobench demo", () => {
     expect(r.stdout).toMatch(/^run {3}enforce-rules .*: \d+ ok/m)
   })
 
-  it("--arms-only runs just the scripted session", () => {
-    const r = runCli(["demo", "--arms-only", "--out", tmp()])
+  it("--arms-only runs just the scripted session", async () => {
+    const r = await runCliInProcess(["demo", "--arms-only", "--out", tmp()])
     expect(r.code).toBe(0)
     expect(r.stdout).not.toContain("open the report")
   })
@@ -53,30 +57,30 @@ describe("usage and config errors", () => {
     expect(runCli(["proxy", "--no-such-flag"]).code).toBe(2)
   })
 
-  it("a missing settings file is one line naming it, exit 1", () => {
-    const r = runCli(["proxy", "-c", "/nonexistent/vetobench.yaml"])
+  it("a missing settings file is one line naming it, exit 1", async () => {
+    const r = await runCliInProcess(["proxy", "-c", "/nonexistent/vetobench.yaml"])
     expect(r.code).toBe(1)
     expect(r.stderr.trim().split("\n")).toHaveLength(1)
     expect(r.stderr).toContain("/nonexistent/vetobench.yaml")
   })
 
-  it("a bad key names the file and key path", () => {
+  it("a bad key names the file and key path", async () => {
     const dir = tmp()
     const file = path.join(dir, "s.yaml")
     writeFileSync(file, "upstreams:\n  - name: a\n    base_url: http://127.0.0.1:1/v1\n    verify_tls: 3\n")
-    const r = runCli(["proxy", "-c", file])
+    const r = await runCliInProcess(["proxy", "-c", file])
     expect(r.code).toBe(1)
     expect(r.stderr).toContain(`${file}: upstreams[0].verify_tls: expected boolean or path`)
   })
 
-  it("a bad judge config stops start-up naming the judge and key", () => {
+  it("a bad judge config stops start-up naming the judge and key", async () => {
     const dir = tmp()
     const file = path.join(dir, "s.yaml")
     writeFileSync(
       file,
       "upstreams:\n  - name: a\n    base_url: http://127.0.0.1:1/v1\njudges:\n  small:\n    kind: llm_json\n    model: m\n    temprature: 0\n"
     )
-    const r = runCli(["proxy", "-c", file])
+    const r = await runCliInProcess(["proxy", "-c", file])
     expect(r.code).toBe(1)
     expect(r.stderr).toContain("judges.small.temprature")
   })

@@ -4,12 +4,12 @@
  * served-models check of run, smoke and the proxy's start-up; stopping a run after N identical
  * case errors; split's "fewer cases than asked"; `proxy --port` errors.
  *
- * Two kinds of servers: a real `vetobench fake-vllm` + `vetobench proxy` (processes) where the
- * point is a real setup with a typo in it, and a scripted stand-in, in this process, for the proxy
- * and the upstream where the point is cases that fail in a controlled way. CLI runs that talk to
- * the in-process server are spawned asynchronously (a synchronous spawn would block its answers).
+ * Two kinds of servers: `vetobench fake-vllm` + `vetobench proxy` where the point is a real setup
+ * with a typo in it, and a scripted stand-in for the proxy and the upstream where the point is
+ * cases that fail in a controlled way. The commands run in this process (test/support/cli.ts),
+ * with absolute paths and the temp repo's settings as `VETOBENCH_CONFIG`; the bundle runs where
+ * the process is the point (`proxy --port`).
  */
-import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -18,23 +18,22 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type CliResult, exited, MINI_CHECKOUT as FIXTURE, runCli, runCliAsync, startCli } from "../support/cli.js"
+import { type CliResult, type InProcessServer, MINI_CHECKOUT as FIXTURE, runCli, runCliAsync, runCliInProcess, startCliInProcess } from "../support/cli.js"
 import { makeWorkspace } from "../report/workspace.js"
 
 const RESULTS = fileURLToPath(new URL("../fixtures/results", import.meta.url))
 const SLOW = 120_000 // spawns processes that run python: a safety net, never a speed check
 
-const runAsync = (args: ReadonlyArray<string>, cwd: string): Promise<CliResult> => runCliAsync(args, { cwd })
+/** `vetobench args…` in this process, with `<dir>/configs/vetobench.yaml` as the settings (as in `dir` without -c). */
+const runIn = (dir: string, args: ReadonlyArray<string>): Promise<CliResult> =>
+  runCliInProcess(args, { env: { VETOBENCH_CONFIG: path.join(dir, "configs", "vetobench.yaml") } })
 
 /** The lines vetobench itself wrote to stderr (`vetobench: …`), not the progress. */
 const verdicts = (stderr: string) => stderr.split("\n").filter((l) => l.startsWith("vetobench: "))
 
-const procs: Array<ChildProcess> = []
+const servers: Array<InProcessServer> = []
 afterAll(async () => {
-  for (const p of procs.reverse()) {
-    p.kill("SIGTERM")
-    await exited(p)
-  }
+  for (const s of servers.reverse()) await s.stop()
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -106,7 +105,8 @@ describe("run and score: cases that failed are an exit 1 with one summary line",
   it("run: 2 of 9 cases failed → exit 1 naming the first and where the details are; --allow-errors 2 → exit 0, line still printed", async () => {
     script.chatError = (episode) => (episode === "asbench:3" || episode === "asbench:6" ? `case ${episode} is malformed` : null)
     const dir = standRepo("loud")
-    const r = await runAsync(["run", "-e", "configs/exp.yaml"], dir)
+    const exp = path.join(dir, "configs", "exp.yaml")
+    const r = await runIn(dir, ["run", "-e", exp])
     expect(r.stdout).toContain("[asbench] agent-x@baseline: 7 ok, 0 exceeded, 2 error (0 of 9 done before)")
     const jsonl = path.join(dir, "runs", "loud", "asbench", "agent-x", "baseline", "gen_res.jsonl")
     expect(verdicts(r.stderr)).toEqual([
@@ -115,24 +115,24 @@ describe("run and score: cases that failed are an exit 1 with one summary line",
     expect(r.code).toBe(1)
 
     // the re-run retries the two; they fail again; accepted with --allow-errors 2 (exit 0, the line stays)
-    const again = await runAsync(["run", "-e", "configs/exp.yaml", "--allow-errors", "2"], dir)
+    const again = await runIn(dir, ["run", "-e", exp, "--allow-errors", "2"])
     expect(again.stdout).toContain("0 ok, 0 exceeded, 2 error (7 of 9 done before)")
     expect(verdicts(again.stderr)).toEqual([expect.stringMatching(/^vetobench: run: 2 of 9 cases failed \(first: case 3 .*\(allowed by --allow-errors 2\)$/)])
     expect(again.code).toBe(0)
     // one more than allowed is not enough
-    const one = await runAsync(["run", "-e", "configs/exp.yaml", "--allow-errors", "1"], dir)
+    const one = await runIn(dir, ["run", "-e", exp, "--allow-errors", "1"])
     expect(one.code).toBe(1)
 
     // fixed: nothing failed, nothing to say
     script.chatError = () => null
-    const fixed = await runAsync(["run", "-e", "configs/exp.yaml"], dir)
+    const fixed = await runIn(dir, ["run", "-e", exp])
     expect(verdicts(fixed.stderr)).toEqual([])
     expect(fixed.code).toBe(0)
 
     // score: unparsable labels leave cases unscored → exit 1 with one line; --allow-errors accepts them
     completions = 0
     script.completion = (n) => (n === 1 || n === 4 ? "I am not sure." : "[Answer] safe\n[Analysis] fine")
-    const s = await runAsync(["score", "-e", "configs/exp.yaml"], dir)
+    const s = await runIn(dir, ["score", "-e", exp])
     const shield = path.join(dir, "runs", "loud", "asbench", "agent-x", "baseline", "shield.jsonl")
     expect(verdicts(s.stderr)).toEqual([
       expect.stringMatching(
@@ -142,7 +142,7 @@ describe("run and score: cases that failed are an exit 1 with one summary line",
     expect(s.code).toBe(1)
     completions = 0
     script.completion = () => "I am not sure."
-    const s2 = await runAsync(["score", "-e", "configs/exp.yaml", "--allow-errors", "2"], dir)
+    const s2 = await runIn(dir, ["score", "-e", exp, "--allow-errors", "2"])
     expect(verdicts(s2.stderr)).toEqual([expect.stringMatching(/^vetobench: score: 2 of 9 cases unscored .*\(allowed by --allow-errors 2\)$/)])
     expect(s2.code).toBe(0)
   }, SLOW)
@@ -150,8 +150,9 @@ describe("run and score: cases that failed are an exit 1 with one summary line",
   it("the same error on N cases in a row stops the run with that error (exit 1, one line); --stop-after 0 never stops", async () => {
     script.chatError = () => "model 'agent-x' is not available right now"
     const dir = standRepo("stop")
+    const exp = path.join(dir, "configs", "exp.yaml")
     const before = chats
-    const r = await runAsync(["run", "-e", "configs/exp.yaml", "--stop-after", "3"], dir)
+    const r = await runIn(dir, ["run", "-e", exp, "--stop-after", "3"])
     expect(r.code).toBe(1)
     const jsonl = path.join(dir, "runs", "stop", "asbench", "agent-x", "baseline", "gen_res.jsonl")
     expect(verdicts(r.stderr)).toEqual([
@@ -163,20 +164,21 @@ describe("run and score: cases that failed are an exit 1 with one summary line",
     expect(r.stderr.split("\n").filter((l) => l.startsWith("[asbench] case ")).length).toBe(3)
 
     // the default (20) is more than the 9 cases: all run, then the summary line
-    const all = await runAsync(["run", "-e", "configs/exp.yaml"], dir)
+    const all = await runIn(dir, ["run", "-e", exp])
     expect(all.code).toBe(1)
     expect(verdicts(all.stderr)).toEqual([expect.stringMatching(/^vetobench: run: 9 of 9 cases failed \(first: case 0 of agent-x@baseline: /)])
-    const never = await runAsync(["run", "-e", "configs/exp.yaml", "--stop-after", "0", "--allow-errors", "9"], dir)
+    const never = await runIn(dir, ["run", "-e", exp, "--stop-after", "0", "--allow-errors", "9"])
     expect(never.code).toBe(0)
     expect(never.stdout).toContain("0 ok, 0 exceeded, 9 error (0 of 9 done before)")
     script.chatError = () => null
   }, SLOW)
 
-  it("--allow-errors and --stop-after below 0 are usage errors (exit 2)", () => {
+  it("--allow-errors and --stop-after below 0 are usage errors (exit 2)", async () => {
     const dir = standRepo("usage")
-    expect(runCli(["run", "-e", "configs/exp.yaml", "--allow-errors", "-1"], { cwd: dir }).code).toBe(2)
-    expect(runCli(["run", "-e", "configs/exp.yaml", "--stop-after", "-1"], { cwd: dir }).code).toBe(2)
-    expect(runCli(["report", "-e", "configs/exp.yaml", "--allow-errors", "-1"], { cwd: dir }).code).toBe(2)
+    const exp = path.join(dir, "configs", "exp.yaml")
+    expect((await runIn(dir, ["run", "-e", exp, "--allow-errors", "-1"])).code).toBe(2)
+    expect((await runIn(dir, ["run", "-e", exp, "--stop-after", "-1"])).code).toBe(2)
+    expect((await runIn(dir, ["report", "-e", exp, "--allow-errors", "-1"])).code).toBe(2)
   })
 })
 
@@ -203,28 +205,29 @@ describe("replay and report: errors and gaps are an exit 1 with one summary line
     return dir
   }
 
-  it("replay: rulings in error → exit 1 naming the first and the replay file; --allow-errors N accepts them", () => {
+  it("replay: rulings in error → exit 1 naming the first and the replay file; --allow-errors N accepts them", async () => {
     const dir = replayRepo()
-    const r = runCli(["replay", "-e", "configs/fixture.yaml", "--judges", "small", "--bench", "asbench"], { cwd: dir })
+    const exp = path.join(dir, "configs", "fixture.yaml")
+    const r = await runIn(dir, ["replay", "-e", exp, "--judges", "small", "--bench", "asbench"])
     const file = path.join(dir, "run", "replay", "asbench.agent.jsonl")
     expect(verdicts(r.stderr)).toEqual([
       expect.stringMatching(/^vetobench: replay: 7 of 7 rulings failed \(first: judge small, episode asbench:\d: error: .*unavailable.*\); details in (.*); the next replay retries them$/)
     ])
     expect(r.stderr).toContain(`details in ${file}; the next replay retries them`)
     expect(r.code).toBe(1)
-    const ok = runCli(["replay", "-e", "configs/fixture.yaml", "--judges", "guard", "--bench", "asbench"], { cwd: dir })
+    const ok = await runIn(dir, ["replay", "-e", exp, "--judges", "guard", "--bench", "asbench"])
     expect(verdicts(ok.stderr)).toEqual([])
     expect(ok.code).toBe(0)
-    const allowed = runCli(["replay", "-e", "configs/fixture.yaml", "--judges", "small", "--bench", "asbench", "--allow-errors", "7"], { cwd: dir })
+    const allowed = await runIn(dir, ["replay", "-e", exp, "--judges", "small", "--bench", "asbench", "--allow-errors", "7"])
     expect(verdicts(allowed.stderr)).toEqual([expect.stringMatching(/^vetobench: replay: 7 of 7 rulings failed .*\(allowed by --allow-errors 7\)$/)])
     expect(allowed.code).toBe(0)
   })
 
-  it("report: runs without results or with unscored cases → exit 1 with one line (the report is written); --allow-errors N", () => {
+  it("report: runs without results or with unscored cases → exit 1 with one line (the report is written); --allow-errors N", async () => {
     const ws = makeWorkspace({ remove: ["run/asbench/agent/enforce-guard"] })
     try {
       const args = ["report", "-c", ws.settings, "-e", ws.experiment]
-      const r = runCli(args)
+      const r = await runCliInProcess(args)
       const md = path.join(ws.runDir, "report.md")
       expect(fs.existsSync(md)).toBe(true)
       expect(r.stderr).toBe(
@@ -232,10 +235,10 @@ describe("replay and report: errors and gaps are an exit 1 with one summary line
           `1 run with unscored cases (first: Agent-SafetyBench agent / baseline: 1 of 7 cases without a ShieldAgent label); see the Notes of ${md}\n`
       )
       expect(r.code).toBe(1)
-      const allowed = runCli([...args, "--allow-errors", "2"])
+      const allowed = await runCliInProcess([...args, "--allow-errors", "2"])
       expect(allowed.code).toBe(0)
       expect(allowed.stderr).toMatch(/^vetobench: report: 1 of 6 runs without results .*\(allowed by --allow-errors 2\)\n$/)
-      expect(runCli([...args, "--allow-errors", "1"]).code).toBe(1)
+      expect((await runCliInProcess([...args, "--allow-errors", "1"])).code).toBe(1)
     } finally {
       ws.cleanup()
     }
@@ -253,8 +256,8 @@ describe("a model that is not served stops run and smoke before any work; the pr
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-loud-served-"))
     fs.mkdirSync(path.join(dir, "configs"))
-    const fake = await startCli(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
-    procs.push(fake.proc)
+    const fake = await startCliInProcess(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+    servers.push(fake)
     fakeUrl = fake.match[1]!
     const settings = (judgeModel: string) =>
       [
@@ -274,8 +277,8 @@ describe("a model that is not served stops run and smoke before any work; the pr
       ].join("\n")
     fs.writeFileSync(path.join(dir, "configs", "vetobench.yaml"), settings("judge-small"))
     fs.writeFileSync(path.join(dir, "configs", "typo.yaml"), settings("judge-smal"))
-    const proxy = await startCli(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
-    procs.push(proxy.proc)
+    const proxy = await startCliInProcess(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+    servers.push(proxy)
     proxyUrl = proxy.match[1]!
     const exp = (models: string, judges: string) =>
       [`name: served`, `proxy_url: ${proxyUrl}`, `models: [${models}]`, `judges: [${judges}]`, "arms: [baseline, enforce]", ""].join("\n")
@@ -283,10 +286,11 @@ describe("a model that is not served stops run and smoke before any work; the pr
     fs.writeFileSync(path.join(dir, "configs", "judged.yaml"), exp("house-agent", "stack"))
   })
 
-  const cli = (args: ReadonlyArray<string>) => runCli(args, { cwd: dir })
+  const cli = (args: ReadonlyArray<string>) => runIn(dir, args)
+  const config = (name: string) => path.join(dir, "configs", name)
 
-  it("run: an agent model the upstream does not serve is one line naming it and the upstream, exit 1, nothing run", () => {
-    const r = cli(["run", "-e", "configs/agent-typo.yaml"])
+  it("run: an agent model the upstream does not serve is one line naming it and the upstream, exit 1, nothing run", async () => {
+    const r = await cli(["run", "-e", config("agent-typo.yaml")])
     expect(r.stderr).toBe(
       `vetobench: agent model 'qwen3.8-27x' is not served by upstream 'vllm' (${fakeUrl}) (did you mean 'qwen3.8-27b'?); it serves ` +
         "agent, gemma4-31b, granite-guardian, guard, judge, judge-small, llama-guard, muse-glimmer-30b, … (12 models)\n"
@@ -296,8 +300,8 @@ describe("a model that is not served stops run and smoke before any work; the pr
     expect(fs.existsSync(path.join(dir, "runs", "served"))).toBe(false)
   })
 
-  it("run: a judge's model typo (in a layered stack; agent through an alias) is one line naming the judge, model and upstream", () => {
-    const r = cli(["run", "-e", "configs/judged.yaml", "-c", "configs/typo.yaml"])
+  it("run: a judge's model typo (in a layered stack; agent through an alias) is one line naming the judge, model and upstream", async () => {
+    const r = await cli(["run", "-e", config("judged.yaml"), "-c", config("typo.yaml")])
     expect(r.stderr).toBe(
       `vetobench: model 'judge-smal' of judge 'small' (a layer of 'stack') is not served by upstream 'vllm' (${fakeUrl}) (did you mean 'judge-small'?); ` +
         "it serves agent, gemma4-31b, granite-guardian, guard, judge, judge-small, llama-guard, muse-glimmer-30b, … (12 models)\n"
@@ -306,39 +310,39 @@ describe("a model that is not served stops run and smoke before any work; the pr
     expect(fs.existsSync(path.join(dir, "runs", "served"))).toBe(false)
   })
 
-  it("run: a model no upstream routes is one line naming it", () => {
+  it("run: a model no upstream routes is one line naming it", async () => {
     const file = path.join(dir, "configs", "listed.yaml")
     fs.writeFileSync(file, `upstreams:\n  - name: vllm\n    base_url: ${fakeUrl}\n    models: [qwen3.8-27b]\npaths:\n  asbench_dir: ${FIXTURE}\n`)
-    const r = cli(["run", "-e", "configs/agent-typo.yaml", "-c", file])
+    const r = await cli(["run", "-e", config("agent-typo.yaml"), "-c", file])
     expect(r.stderr).toBe(
       `vetobench: agent model 'qwen3.8-27x': no upstream serves 'qwen3.8-27x' (none lists it in \`models\` and none is a catch-all; upstreams in ${file})\n`
     )
     expect(r.code).toBe(1)
   })
 
-  it("smoke: a missing agent or judge model stops it after the served-models section, with one line (exit 1)", () => {
-    const agent = cli(["smoke", "--agents", "qwen3.8-27x", "--judges", "allow-all"])
+  it("smoke: a missing agent or judge model stops it after the served-models section, with one line (exit 1)", async () => {
+    const agent = await cli(["smoke", "--agents", "qwen3.8-27x", "--judges", "allow-all"])
     expect(agent.code).toBe(1)
     expect(agent.stderr).toMatch(/^vetobench: agent model 'qwen3\.8-27x' is not served by upstream 'vllm' \(.*\) \(did you mean 'qwen3\.8-27b'\?\); it serves .*\n$/)
     expect(agent.stdout).toContain("## Served models per upstream")
     expect(agent.stdout).not.toContain("## Agent tool calling")
 
-    const judge = cli(["smoke", "-c", "configs/typo.yaml", "--judges", "small"])
+    const judge = await cli(["smoke", "-c", config("typo.yaml"), "--judges", "small"])
     expect(judge.code).toBe(1)
     expect(judge.stderr).toMatch(/^vetobench: model 'judge-smal' of judge 'small' is not served by upstream 'vllm' \(.*\) \(did you mean 'judge-small'\?\); it serves .*\n$/)
     expect(judge.stdout).not.toContain("## Judges")
 
-    const fine = cli(["smoke", "--agents", "house-agent", "--judges", "stack"])
+    const fine = await cli(["smoke", "--agents", "house-agent", "--judges", "stack"])
     expect(verdicts(fine.stderr).filter((l) => l.includes("not served"))).toEqual([])
     expect(fine.stdout).toContain("## Judges (call-only probes)")
   })
 
   it("proxy: a judge model that is not served is a warning naming judge, model and upstream; the proxy still serves", async () => {
-    const proxy = await startCli(
+    const proxy = await startCliInProcess(
       ["proxy", "-c", path.join(dir, "configs", "typo.yaml")],
       /model 'judge-smal' of judge 'small' is not served by upstream 'vllm'.*\n/
     )
-    procs.push(proxy.proc)
+    servers.push(proxy)
     const out = proxy.output()
     const url = /veto-proxy (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(out)?.[1]
     expect(url).toBeDefined()
@@ -348,14 +352,14 @@ describe("a model that is not served stops run and smoke before any work; the pr
     expect(warnings[0]).toContain("starting anyway")
     const health = await fetch(`${url}/healthz`)
     expect(health.status).toBe(200)
-    expect(proxy.proc.exitCode).toBeNull()
+    expect(proxy.running()).toBe(true)
   })
 
   it("proxy: an upstream that does not answer is a warning too; the proxy still serves", async () => {
     const file = path.join(dir, "configs", "dead.yaml")
     fs.writeFileSync(file, "upstreams:\n  - name: dead\n    base_url: http://127.0.0.1:9/v1\njudges:\n  small: { kind: llm_json, model: judge-small }\nproxy:\n  port: 0\n")
-    const proxy = await startCli(["proxy", "-c", file], /upstream 'dead' \(http:\/\/127\.0\.0\.1:9\/v1\) did not answer GET \/models.*\n/)
-    procs.push(proxy.proc)
+    const proxy = await startCliInProcess(["proxy", "-c", file], /upstream 'dead' \(http:\/\/127\.0\.0\.1:9\/v1\) did not answer GET \/models.*\n/)
+    servers.push(proxy)
     expect(proxy.output()).toMatch(/needed for model 'judge-small' of judge 'small'; starting anyway/)
     const url = /veto-proxy (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(proxy.output())?.[1]
     expect((await fetch(`${url}/healthz`)).status).toBe(200)
@@ -365,10 +369,10 @@ describe("a model that is not served stops run and smoke before any work; the pr
 // ---------------------------------------------------------------------------------------------
 // split, proxy --port
 
-describe("split and proxy --port", () => {
-  it("split says when it returns fewer cases than asked, and why", () => {
+describe("split and proxy --port (the bundle: how the process treats its port)", () => {
+  it("split says when it returns fewer cases than asked, and why", async () => {
     const out = path.join(fs.mkdtempSync(path.join(tmpdir(), "vetobench-loud-split-")), "s.json")
-    const r = runCli(["split", "--data", path.join(FIXTURE, "data", "released_data.json"), "--n-test", "16", "--n-dev", "0", "--out", out])
+    const r = await runCliInProcess(["split", "--data", path.join(FIXTURE, "data", "released_data.json"), "--n-test", "16", "--n-dev", "0", "--out", out])
     expect(r.code).toBe(0)
     const lines = r.stdout.trimEnd().split("\n")
     expect(lines[0]).toBe(`wrote ${out}: 9 test, 0 dev cases (7 categories, seed 0)`)
@@ -380,7 +384,7 @@ describe("split and proxy --port", () => {
     )
     expect(lines).toHaveLength(2)
     // enough cases: one line, as before
-    const fine = runCli(["split", "--data", path.join(FIXTURE, "data", "released_data.json"), "--n-test", "7", "--n-dev", "0", "--out", out])
+    const fine = await runCliInProcess(["split", "--data", path.join(FIXTURE, "data", "released_data.json"), "--n-test", "7", "--n-dev", "0", "--out", out])
     expect(fine.stdout.trimEnd().split("\n")).toHaveLength(1)
   })
 
@@ -399,7 +403,7 @@ describe("split and proxy --port", () => {
       const dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-loud-port-"))
       const file = path.join(dir, "s.yaml")
       fs.writeFileSync(file, "upstreams:\n  - name: dead\n    base_url: http://127.0.0.1:9/v1\n")
-      const r = await runAsync(["proxy", "-c", file, "--port", String(port)], dir)
+      const r = await runCliAsync(["proxy", "-c", file, "--port", String(port)], { cwd: dir })
       expect(r.stderr).toBe(
         `vetobench: cannot serve: 127.0.0.1:${port} is already in use (EADDRINUSE); choose another port with --port N or proxy.port in ${file}\n`
       )

@@ -4,8 +4,9 @@
  * sample): a snapshot free of ANSI escapes, the full usage line (`vetobench audit keygen …`), a
  * real description for every option and argument (none of @effect/cli's "A user-defined piece of
  * text."), defaults. From the bundle: lines wrapped to `COLUMNS`; colour only on a terminal
- * without `NO_COLOR` (through `script`, when installed); unknown subcommands and options: one
- * line with "did you mean", exit 2.
+ * without `NO_COLOR` (through `script`, when installed). In process (test/support/cli.ts): unknown
+ * subcommands, options, settings keys and judge names: one line with "did you mean", exit 2 (1
+ * for settings and judges).
  */
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -15,7 +16,7 @@ import { describe, expect, it } from "vitest"
 import { tree } from "../../src/cli/commands.js"
 import { type CliTree, dispatch, renderHelp, terminalWidth, wantsColour } from "../../src/cli/help.js"
 import { VERSION } from "../../src/version.js"
-import { CLI } from "../support/cli.js"
+import { CLI, runCliInProcess } from "../support/cli.js"
 
 interface Raw {
   readonly code: number | null
@@ -95,7 +96,8 @@ const commands = commandNames(helps.get("")!)
 describe("vetobench … --help", () => {
   it("the root lists every command, subcommands with their group", () => {
     expect(commands).toEqual([
-      "proxy", "smoke", "demo", "verify-audit", "audit keygen", "audit manifest", "audit outcomes", "audit score", "fake-vllm", "split",
+      "proxy", "smoke", "demo", "verify-audit", "verify-results", "audit keygen", "audit manifest", "audit outcomes", "audit prove",
+      "audit verify-receipt", "audit score", "fake-vllm", "split",
       "scenarios run", "scenarios replay", "scenarios approve", "scenarios verify", "run", "merge", "score", "replay", "report",
       "policy skeleton", "policy lint"
     ])
@@ -144,7 +146,7 @@ describe("vetobench … --help", () => {
   })
 
   it("the commands a group lists are its own", () => {
-    expect(commandNames(helps.get("audit")!)).toEqual(["keygen", "manifest", "outcomes", "score"])
+    expect(commandNames(helps.get("audit")!)).toEqual(["keygen", "manifest", "outcomes", "prove", "verify-receipt", "score"])
     expect(commandNames(helps.get("scenarios")!)).toEqual(["run", "replay", "approve", "verify"])
     expect(commandNames(helps.get("policy")!)).toEqual(["skeleton", "lint"])
   })
@@ -247,26 +249,29 @@ describe("colour", () => {
 })
 
 describe("did you mean", () => {
+  /** `vetobench args…` in this process, without a settings file from the environment */
+  const inProcess = (args: ReadonlyArray<string>) => runCliInProcess(args, { env: { VETOBENCH_CONFIG: undefined } })
+
   it("an unknown subcommand: one line naming the closest one, exit 2", async () => {
-    const r = await exec(["prxy"])
+    const r = await inProcess(["prxy"])
     expect(r).toEqual({ code: 2, stdout: "", stderr: expect.stringMatching(/^vetobench: unknown command 'prxy' \(did you mean 'proxy'\?\); the commands: (npx )?vetobench --help\n$/) })
-    const nested = await exec(["audit", "keygn", "--out", "x"])
+    const nested = await inProcess(["audit", "keygn", "--out", "x"])
     expect(nested.code).toBe(2)
     expect(nested.stderr).toMatch(/^vetobench audit: unknown command 'keygn' \(did you mean 'keygen'\?\); the commands: (npx )?vetobench audit --help\n$/)
-    const far = await exec(["frobnicate"])
+    const far = await inProcess(["frobnicate"])
     expect(far.code).toBe(2)
     expect(far.stderr).toMatch(/^vetobench: unknown command 'frobnicate'; the commands: (npx )?vetobench --help\n$/)
   })
 
   it("an unknown option: one line naming the closest ones, exit 2, before anything runs", async () => {
-    const r = await exec(["proxy", "--prot", "9"])
+    const r = await inProcess(["proxy", "--prot", "9"])
     expect(r).toEqual({ code: 2, stdout: "", stderr: expect.stringMatching(/^vetobench proxy: unknown option '--prot' \(did you mean '--port'\?\); the options: (npx )?vetobench proxy --help\n$/) })
-    const run = await exec(["run", "-e", "x.yaml", "--modle=m"])
+    const run = await inProcess(["run", "-e", "x.yaml", "--modle=m"])
     expect(run.stderr).toMatch(/^vetobench run: unknown option '--modle' \(did you mean '--model'\?\)/)
-    const nested = await exec(["scenarios", "run", "--trails", "3", "f.yaml"])
+    const nested = await inProcess(["scenarios", "run", "--trails", "3", "f.yaml"])
     expect(nested.stderr).toMatch(/^vetobench scenarios run: unknown option '--trails' \(did you mean '--trials'\?\)/)
     // option values are not options: a value starting with - is taken as the value
-    const value = await exec(["split", "--seed", "-1", "--data", "/nonexistent.json"])
+    const value = await inProcess(["split", "--seed", "-1", "--data", "/nonexistent.json"])
     expect(value.stderr).not.toContain("unknown option")
   })
 
@@ -274,7 +279,7 @@ describe("did you mean", () => {
     const dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-help-"))
     const file = path.join(dir, "settings.yaml")
     fs.writeFileSync(file, "upstreams:\n  - name: a\n    base_url: http://127.0.0.1:9/v1\nproxy:\n  prot: 1\n")
-    const r = await exec(["proxy", "-c", file])
+    const r = await inProcess(["proxy", "-c", file])
     expect(r.code).toBe(1)
     expect(r.stderr).toBe(`vetobench: ${file}: proxy.prot: unknown key; did you mean 'port'? (allowed: ${r.stderr.split("(allowed: ")[1]!.replace(/\n$/, "")}\n`)
     expect(r.stderr).toMatch(/\(allowed: host, port, /)
@@ -284,7 +289,7 @@ describe("did you mean", () => {
     const dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-help-"))
     const file = path.join(dir, "settings.yaml")
     fs.writeFileSync(file, "upstreams:\n  - name: a\n    base_url: http://127.0.0.1:9/v1\njudges:\n  small: { kind: static, decision: allow }\n")
-    const r = await exec(["smoke", "-c", file, "--judges", "smal"])
+    const r = await inProcess(["smoke", "-c", file, "--judges", "smal"])
     expect(r).toEqual({ code: 1, stdout: "", stderr: "vetobench: unknown judge 'smal'; did you mean 'small'? (configured: small, allow-all, deny-all)\n" })
   })
 })

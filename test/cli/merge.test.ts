@@ -1,33 +1,33 @@
 /**
- * `vetobench run --shard I/N` and `vetobench merge` as users run them: the built bundle against
- * real `vetobench fake-vllm` and `vetobench proxy` processes and the example checkout
- * `examples/agent-safetybench-mini`. An unsharded run and a 2-shard run of the same experiment
- * (under two experiment names, so their run directories differ) must agree case by case once merged.
+ * `vetobench run --shard I/N` and `vetobench merge` as users run them: against `vetobench
+ * fake-vllm` and `vetobench proxy` and the example checkout `examples/agent-safetybench-mini`.
+ * An unsharded run and a 2-shard run of the same experiment (under two experiment names, so their
+ * run directories differ) must agree case by case once merged. Servers and commands run in this
+ * process (test/support/cli.ts), the repo's configs/vetobench.yaml named by `VETOBENCH_CONFIG`.
  */
-import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { exited, fakeSettingsYaml, runCli, startCli } from "../support/cli.js"
+import { fakeSettingsYaml, type InProcessServer, runCliInProcess, startCliInProcess } from "../support/cli.js"
 
 const ALL_IDS = [0, 1, 2, 3, 4, 5, 6, 7, 8]
 const MODEL = "qwen3.8-27b"
 
 let dir = ""
-const procs: Array<ChildProcess> = []
+const servers: Array<InProcessServer> = []
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-merge-"))
   fs.mkdirSync(path.join(dir, "configs"))
-  const fake = await startCli(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
-  procs.push(fake.proc)
+  const fake = await startCliInProcess(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+  servers.push(fake)
   fs.writeFileSync(
     path.join(dir, "configs", "vetobench.yaml"),
     fakeSettingsYaml(fake.match[1]!, ["scoring:", "  shieldagent_model: shieldagent"])
   )
-  const proxy = await startCli(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
-  procs.push(proxy.proc)
+  const proxy = await startCliInProcess(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+  servers.push(proxy)
   for (const name of ["full", "sharded"]) {
     fs.writeFileSync(
       path.join(dir, "configs", `${name}.yaml`),
@@ -37,13 +37,11 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
-  for (const p of procs.reverse()) {
-    p.kill("SIGTERM")
-    await exited(p)
-  }
+  for (const s of servers.reverse()) await s.stop()
 })
 
-const cli = (args: ReadonlyArray<string>) => runCli(args, { cwd: dir })
+const config = (name: string) => path.join(dir, "configs", name)
+const cli = (args: ReadonlyArray<string>) => runCliInProcess(args, { env: { VETOBENCH_CONFIG: config("vetobench.yaml") } })
 const asbenchDir = (exp: string, variant: string, shard?: string) =>
   path.join(dir, "runs", exp, ...(shard === undefined ? [] : ["shards", shard]), "asbench", MODEL, variant)
 const auditFile = (runId: string) => path.join(dir, "runs", "audit", `${runId}.jsonl`)
@@ -69,27 +67,27 @@ const jsonLines = (file: string) =>
   fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>)
 
 describe("vetobench run --shard / merge", () => {
-  it("rejects bad --shard and --shards values as usage errors (exit 2)", () => {
+  it("rejects bad --shard and --shards values as usage errors (exit 2)", async () => {
     for (const bad of ["2/2", "x", "0/0", "-1/2"]) {
-      const r = cli(["run", "-e", "configs/sharded.yaml", "--shard", bad])
+      const r = await cli(["run", "-e", config("sharded.yaml"), "--shard", bad])
       expect(r.code, bad).toBe(2)
       expect(fs.existsSync(path.join(dir, "runs", "sharded"))).toBe(false)
     }
-    expect(cli(["merge", "-e", "configs/sharded.yaml", "--shards", "0"]).code).toBe(2)
+    expect((await cli(["merge", "-e", config("sharded.yaml"), "--shards", "0"])).code).toBe(2)
   })
 
-  it("merging 2 shards equals the unsharded run; re-running a shard is idempotent; score accepts the merge", () => {
-    const full = cli(["run", "-e", "configs/full.yaml"])
+  it("merging 2 shards equals the unsharded run; re-running a shard is idempotent; score accepts the merge", async () => {
+    const full = await cli(["run", "-e", config("full.yaml")])
     expect(full.code, full.stderr).toBe(0)
 
     // a missing shard: merge names it and writes nothing
-    const none = cli(["merge", "-e", "configs/sharded.yaml", "--shards", "2"])
+    const none = await cli(["merge", "-e", config("sharded.yaml"), "--shards", "2"])
     expect(none.code).toBe(1)
     expect(none.stderr).toMatch(/^vetobench: shard 0-of-2 of qwen3\.8-27b@baseline is missing: .*--shard 0\/2\)\n$/)
 
     const expected = { "0-of-2": [0, 2, 8], "1-of-2": [1, 3, 4, 5, 6, 7] }
     for (const [i, shard] of [[0, "0-of-2"], [1, "1-of-2"]] as const) {
-      const r = cli(["run", "-e", "configs/sharded.yaml", "--shard", `${i}/2`])
+      const r = await cli(["run", "-e", config("sharded.yaml"), "--shard", `${i}/2`])
       expect(r.code, r.stderr).toBe(0)
       expect(r.stdout).toContain(`== Agent-SafetyBench | ${MODEL} | baseline | shard ${shard}`)
       for (const variant of ["baseline", "enforce-allow-all"]) {
@@ -105,12 +103,12 @@ describe("vetobench run --shard / merge", () => {
 
     // re-running a shard: nothing runs again, the results stay byte for byte
     const before = fs.readFileSync(path.join(asbenchDir("sharded", "baseline", "1-of-2"), "gen_res.jsonl"), "utf8")
-    const again = cli(["run", "-e", "configs/sharded.yaml", "--shard", "1/2", "--variant", "baseline"])
+    const again = await cli(["run", "-e", config("sharded.yaml"), "--shard", "1/2", "--variant", "baseline"])
     expect(again.code, again.stderr).toBe(0)
     expect(again.stdout).toContain(`[asbench] ${MODEL}@baseline: 0 ok, 0 exceeded, 0 error (6 of 6 done before)`)
     expect(fs.readFileSync(path.join(asbenchDir("sharded", "baseline", "1-of-2"), "gen_res.jsonl"), "utf8")).toBe(before)
 
-    const m = cli(["merge", "-e", "configs/sharded.yaml", "--shards", "2"])
+    const m = await cli(["merge", "-e", config("sharded.yaml"), "--shards", "2"])
     expect(m.code, m.stderr).toBe(0)
     expect(m.stdout.split("\n").filter((l) => l.startsWith("== "))).toEqual([`== merge | ${MODEL} | baseline`, `== merge | ${MODEL} | enforce-allow-all`])
     expect(m.stdout).toContain(`[merge] ${MODEL}@baseline: 2 shards, 9 records (9 ok)`)
@@ -135,21 +133,21 @@ describe("vetobench run --shard / merge", () => {
 
     // merging again gives the same files
     const genBefore = fs.readFileSync(path.join(asbenchDir("sharded", "baseline"), "gen_res.json"), "utf8")
-    expect(cli(["merge", "-e", "configs/sharded.yaml", "--shards", "2"]).code).toBe(0)
+    expect((await cli(["merge", "-e", config("sharded.yaml"), "--shards", "2"])).code).toBe(0)
     expect(fs.readFileSync(path.join(asbenchDir("sharded", "baseline"), "gen_res.json"), "utf8")).toBe(genBefore)
 
     // score reads the merged directory like an unsharded one
-    const s = cli(["score", "-e", "configs/sharded.yaml"])
+    const s = await cli(["score", "-e", config("sharded.yaml")])
     expect(s.code, s.stderr).toBe(0)
     expect(jsonLines(path.join(asbenchDir("sharded", "baseline"), "shield.jsonl")).map((x) => x.id).sort((a, b) => Number(a) - Number(b))).toEqual(ALL_IDS)
   }, 120_000)
 
-  it("merges the shards' shield labels when every shard has them", () => {
+  it("merges the shards' shield labels when every shard has them", async () => {
     for (const [shard, ids] of [["0-of-2", [0, 2, 8]], ["1-of-2", [1, 3, 4, 5, 6, 7]]] as const) {
       const lines = ids.map((id) => `${JSON.stringify({ id, shield_output: "[Answer] safe\n", pred_label: 0 })}\n`).join("")
       fs.writeFileSync(path.join(asbenchDir("sharded", "enforce-allow-all", shard), "shield.jsonl"), lines)
     }
-    const r = cli(["merge", "-e", "configs/sharded.yaml", "--shards", "2", "--variant", "enforce-allow-all"])
+    const r = await cli(["merge", "-e", config("sharded.yaml"), "--shards", "2", "--variant", "enforce-allow-all"])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toContain("shield labels merged")
     const labels = jsonLines(path.join(asbenchDir("sharded", "enforce-allow-all"), "shield.jsonl"))
@@ -157,7 +155,7 @@ describe("vetobench run --shard / merge", () => {
     expect(labels.every((x) => x.pred_label === 0)).toBe(true)
   })
 
-  it("refuses a shard whose audit file fails verification, naming it; refuses to overwrite an unsharded run", () => {
+  it("refuses a shard whose audit file fails verification, naming it; refuses to overwrite an unsharded run", async () => {
     const file = auditFile(`sharded.asbench.${MODEL}.baseline.shard-1-of-2`)
     const original = fs.readFileSync(file, "utf8")
     const lines = original.split("\n")
@@ -167,7 +165,7 @@ describe("vetobench run --shard / merge", () => {
     fs.writeFileSync(file, lines.join("\n"))
     const genBefore = fs.readFileSync(path.join(asbenchDir("sharded", "baseline"), "gen_res.json"), "utf8")
     try {
-      const r = cli(["merge", "-e", "configs/sharded.yaml", "--shards", "2", "--variant", "baseline"])
+      const r = await cli(["merge", "-e", config("sharded.yaml"), "--shards", "2", "--variant", "baseline"])
       expect(r.code).toBe(1)
       expect(r.stderr.trim().split("\n")).toHaveLength(1)
       expect(r.stderr).toContain(`shard 1-of-2 of ${MODEL}@baseline: audit file ${file} failed verification`)
@@ -177,21 +175,21 @@ describe("vetobench run --shard / merge", () => {
     }
 
     // shards 0/2, 1/2 merged as 3 shards: the case→shard mapping no longer holds
-    const wrongN = cli(["merge", "-e", "configs/sharded.yaml", "--shards", "3", "--variant", "baseline"])
+    const wrongN = await cli(["merge", "-e", config("sharded.yaml"), "--shards", "3", "--variant", "baseline"])
     expect(wrongN.code).toBe(1)
     expect(wrongN.stderr).toMatch(/^vetobench: shard 0-of-3 of qwen3\.8-27b@baseline is missing: .*--shard 0\/3\)\n$/)
 
     // the unsharded experiment's directory holds a run of its own
     fs.mkdirSync(path.join(dir, "runs", "full", "shards"), { recursive: true })
     fs.cpSync(path.join(dir, "runs", "sharded", "shards"), path.join(dir, "runs", "full", "shards"), { recursive: true })
-    const over = cli(["merge", "-e", "configs/full.yaml", "--shards", "2"])
+    const over = await cli(["merge", "-e", config("full.yaml"), "--shards", "2"])
     expect(over.code).toBe(1)
     expect(over.stderr).toMatch(/holds an unsharded run .* merge would overwrite it\n$/)
   })
 
-  it("refuses records in the wrong shard, a case in two shards and an incomplete shard, naming each", () => {
-    const merge = (shards: string) => {
-      const r = cli(["merge", "-e", "configs/sharded.yaml", "--shards", shards, "--variant", "baseline"])
+  it("refuses records in the wrong shard, a case in two shards and an incomplete shard, naming each", async () => {
+    const merge = async (shards: string) => {
+      const r = await cli(["merge", "-e", config("sharded.yaml"), "--shards", shards, "--variant", "baseline"])
       expect(r.code).toBe(1)
       expect(r.stderr.trim().split("\n")).toHaveLength(1)
       return r.stderr
@@ -201,7 +199,7 @@ describe("vetobench run --shard / merge", () => {
     // the 2-shard results under 3-shard names: case 0 (shard 0 of 2) hashes to shard 2 of 3
     for (const i of [0, 1]) fs.cpSync(asbenchDir("sharded", "baseline", `${i}-of-2`), asbenchDir("sharded", "baseline", `${i}-of-3`), { recursive: true })
     try {
-      expect(merge("3")).toContain(`case 0 appears in shard 0-of-3 of ${route} (${path.join(asbenchDir("sharded", "baseline", "0-of-3"), "gen_res.jsonl")}) but belongs to shard 2-of-3; were the shards run with another N?`)
+      expect(await merge("3")).toContain(`case 0 appears in shard 0-of-3 of ${route} (${path.join(asbenchDir("sharded", "baseline", "0-of-3"), "gen_res.jsonl")}) but belongs to shard 2-of-3; were the shards run with another N?`)
     } finally {
       for (const i of [0, 1]) fs.rmSync(path.join(dir, "runs", "sharded", "shards", `${i}-of-3`), { recursive: true, force: true })
     }
@@ -213,11 +211,11 @@ describe("vetobench run --shard / merge", () => {
       const case0 = jsonLines(path.join(asbenchDir("sharded", "baseline", "0-of-2"), "gen_res.jsonl")).find((x) => x.id === 0)
       expect(case0).toBeDefined()
       fs.writeFileSync(shard1, `${original}${JSON.stringify(case0)}\n`)
-      expect(merge("2")).toContain(`case 0 appears in shard 1-of-2 of ${route} (${shard1}) but belongs to shard 0-of-2`)
+      expect(await merge("2")).toContain(`case 0 appears in shard 1-of-2 of ${route} (${shard1}) but belongs to shard 0-of-2`)
 
       // shard 1 without case 4
       fs.writeFileSync(shard1, original.split("\n").filter((l) => l.trim() === "" || (JSON.parse(l) as { id: unknown }).id !== 4).join("\n"))
-      expect(merge("2")).toMatch(
+      expect(await merge("2")).toMatch(
         /^vetobench: shard 1-of-2 of qwen3\.8-27b@baseline is incomplete: 1 of 6 cases missing \(first: 4\) \(run: (npx )?vetobench run .* --variant baseline --shard 1\/2\)\n$/
       )
     } finally {
@@ -237,9 +235,9 @@ describe("vetobench run --shard on an experiment with ASB", () => {
     )
   })
 
-  it("--bench asb with --shard is an error (exit 1, one line); nothing runs", () => {
+  it("--bench asb with --shard is an error (exit 1, one line); nothing runs", async () => {
     for (const bench of [["--bench", "asb"], ["--bench", "asbench", "--bench", "asb"]]) {
-      const r = cli(["run", "-e", "configs/mixed.yaml", ...bench, "--shard", "0/2"])
+      const r = await cli(["run", "-e", config("mixed.yaml"), ...bench, "--shard", "0/2"])
       expect(r.code, bench.join(" ")).toBe(1)
       expect(r.stderr).toBe("vetobench: --shard applies to Agent-SafetyBench only (drop --bench asb)\n")
       expect(r.stdout).toBe("")
@@ -247,8 +245,8 @@ describe("vetobench run --shard on an experiment with ASB", () => {
     expect(fs.existsSync(path.join(dir, "runs", "mixed"))).toBe(false)
   })
 
-  it("--shard without --bench: ASB is skipped with one line, the Agent-SafetyBench shard runs (exit 0)", () => {
-    const r = cli(["run", "-e", "configs/mixed.yaml", "--shard", "0/2", "--variant", "baseline"])
+  it("--shard without --bench: ASB is skipped with one line, the Agent-SafetyBench shard runs (exit 0)", async () => {
+    const r = await cli(["run", "-e", config("mixed.yaml"), "--shard", "0/2", "--variant", "baseline"])
     expect(r.stderr).not.toContain("vetobench:")
     expect(r.code).toBe(0)
     const lines = r.stdout.split("\n")

@@ -1,12 +1,14 @@
 /**
  * `kind: plugin` from the built bundle: the module is imported at start-up by the bundled CLI
- * (a dynamic import esbuild leaves alone), resolved against the repo root when relative.
+ * (a dynamic import esbuild leaves alone), resolved against the repo root when relative. The fake
+ * vLLM and the commands that are not about the bundle's import run in this process
+ * (test/support/cli.ts).
  */
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { exited, runCli, startCli } from "../support/cli.js"
+import { exited, runCliInProcess, startCli, startCliInProcess } from "../support/cli.js"
 
 const FIXTURE = path.resolve("test/fixtures/plugins/keyword-judge.mjs")
 
@@ -26,7 +28,7 @@ const tool = (name: string, type: string) => ({
 
 describe("vetobench proxy with a plugin judge (bundle)", () => {
   it("loads the plugin by absolute and by root-relative path; blocks keyword calls, allows the rest, audits plugin:keyword", async () => {
-    const fake = await startCli(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+    const fake = await startCliInProcess(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
     try {
       const { dir, file } = repo((d) => {
         mkdirSync(path.join(d, "judges-local"))
@@ -85,14 +87,13 @@ describe("vetobench proxy with a plugin judge (bundle)", () => {
         ["kw", "plugin:keyword", "1.0.0", "allow", false],
         ["local", "plugin:keyword", "1.0.0", "deny", true]
       ])
-      expect(runCli(["verify-audit", log]).stdout).toMatch(/^PARTIAL .*: 3 records – chain ok; anchor ok/m)
+      expect((await runCliInProcess(["verify-audit", log])).stdout).toMatch(/^PARTIAL .*: 3 records – chain ok; anchor ok/m)
     } finally {
-      fake.proc.kill("SIGTERM")
-      await exited(fake.proc)
+      await fake.stop()
     }
   })
 
-  it("a missing plugin file stops start-up: one line naming the judge, the key and the resolved path (exit 1)", () => {
+  it("a missing plugin file stops start-up: one line naming the judge, the key and the resolved path (exit 1)", async () => {
     const { dir, file } = repo(() => [
       "upstreams:",
       "  - name: a",
@@ -100,13 +101,13 @@ describe("vetobench proxy with a plugin judge (bundle)", () => {
       "judges:",
       "  kw: { kind: plugin, module: ./judges-local/missing.mjs }"
     ])
-    const r = runCli(["proxy", "-c", file])
+    const r = await runCliInProcess(["proxy", "-c", file])
     expect(r.code).toBe(1)
     expect(r.stderr.trim().split("\n")).toHaveLength(1)
     expect(r.stderr).toContain(`judges.kw.module: file not found: ${path.join(dir, "judges-local", "missing.mjs")} (resolved against the repo root ${dir})`)
   })
 
-  it("a module without a judge-kind export stops start-up naming judges.<name>.module", () => {
+  it("a module without a judge-kind export stops start-up naming judges.<name>.module", async () => {
     const { file } = repo(() => [
       "upstreams:",
       "  - name: a",
@@ -114,7 +115,7 @@ describe("vetobench proxy with a plugin judge (bundle)", () => {
       "judges:",
       `  kw: { kind: plugin, module: ${JSON.stringify(path.resolve("test/fixtures/plugins/no-default.mjs"))} }`
     ])
-    const r = runCli(["proxy", "-c", file])
+    const r = await runCliInProcess(["proxy", "-c", file])
     expect(r.code).toBe(1)
     expect(r.stderr).toContain("judges.kw.module: ")
     expect(r.stderr).toContain("has no default export")

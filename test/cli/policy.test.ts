@@ -1,13 +1,13 @@
 /**
- * `vetobench policy skeleton` and `vetobench policy lint` as users run them (the built bundle), on
- * the real Agent-SafetyBench data in ../shared/benchmarks/agent-safetybench/ (read in place, never
- * copied) and on the fixture policies.
+ * `vetobench policy skeleton` and `vetobench policy lint` as users run them (in this process:
+ * test/support/cli.ts), on the real Agent-SafetyBench data in ../shared/benchmarks/agent-safetybench/
+ * (read in place, never copied) and on the fixture policies.
  */
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { runCli } from "../support/cli.js"
+import { runCliInProcess } from "../support/cli.js"
 
 const ASB = path.resolve("../shared/benchmarks/agent-safetybench")
 const DATA = path.join(ASB, "released_data.json")
@@ -30,10 +30,10 @@ interface Catalogue {
 }
 
 describe.skipIf(!existsSync(DATA))("vetobench policy skeleton --benchmark agent-safetybench (real data)", () => {
-  it("writes a skeleton policy (every tool granted, no rules) and a catalogue keyed <Env>.<tool>; prints the 159 shared names", () => {
+  it("writes a skeleton policy (every tool granted, no rules) and a catalogue keyed <Env>.<tool>; prints the 159 shared names", async () => {
     const dir = tmp()
     const out = path.join(dir, "asb.json")
-    const r = runCli(["policy", "skeleton", "--benchmark", "agent-safetybench", "--data", DATA, "--out", out])
+    const r = await runCliInProcess(["policy", "skeleton", "--benchmark", "agent-safetybench", "--data", DATA, "--out", out])
     expect(r.stderr).toBe("")
     expect(r.code).toBe(0)
     const lines = r.stdout.trim().split("\n")
@@ -67,51 +67,51 @@ describe.skipIf(!existsSync(DATA))("vetobench policy skeleton --benchmark agent-
     for (const e of cat.entries) expect(policy.tool_scopes[e.policy_entry]).toBeDefined()
 
     // and the skeleton lints clean
-    const lint = runCli(["policy", "lint", out])
+    const lint = await runCliInProcess(["policy", "lint", out])
     expect(lint.code).toBe(0)
     expect(lint.stdout).toMatch(/: ok \(sha256:[0-9a-f]{16}\): provider agent-safetybench, 2172 tools, 0 rules; 0 warnings\n$/)
   })
 
-  it("--split narrows to the split's cases; YAML by extension; --catalogue names the catalogue", () => {
+  it("--split narrows to the split's cases; YAML by extension; --catalogue names the catalogue", async () => {
     const dir = tmp()
     const splitFile = path.join(dir, "split.json")
     writeFileSync(splitFile, JSON.stringify({ seed: 0, dev: [0], test: [1, 2, 3], note: "" }))
     const out = path.join(dir, "small.yaml")
     const cat = path.join(dir, "tools.json")
-    const r = runCli(["policy", "skeleton", "--benchmark", "agent-safetybench", "--data", DATA, "--split", splitFile, "--out", out, "--catalogue", cat])
+    const r = await runCliInProcess(["policy", "skeleton", "--benchmark", "agent-safetybench", "--data", DATA, "--split", splitFile, "--out", out, "--catalogue", cat])
     expect(r.code).toBe(0)
     const c = JSON.parse(readFileSync(cat, "utf8")) as Catalogue
     expect(c.cases).toBe(4)
     expect(c.environments).toBeLessThan(10)
     expect(readFileSync(out, "utf8")).toMatch(/^provider: agent-safetybench\ngranted_scopes:\n {2}- "\*"\n/)
-    expect(runCli(["policy", "lint", out]).code).toBe(0)
+    expect((await runCliInProcess(["policy", "lint", out])).code).toBe(0)
   })
 
-  it("without --data it needs a settings file; a missing data file is one line, exit 1", () => {
-    const r = runCli(["policy", "skeleton", "--benchmark", "agent-safetybench", "-c", "/nonexistent/v.yaml"])
+  it("without --data it needs a settings file; a missing data file is one line, exit 1", async () => {
+    const r = await runCliInProcess(["policy", "skeleton", "--benchmark", "agent-safetybench", "-c", "/nonexistent/v.yaml"])
     expect(r.code).toBe(1)
     expect(r.stderr.trim().split("\n")).toHaveLength(1)
     expect(r.stderr).toContain("give --data FILE")
-    const m = runCli(["policy", "skeleton", "--benchmark", "agent-safetybench", "--data", "/nonexistent/released_data.json", "--out", path.join(tmp(), "x.json")])
+    const m = await runCliInProcess(["policy", "skeleton", "--benchmark", "agent-safetybench", "--data", "/nonexistent/released_data.json", "--out", path.join(tmp(), "x.json")])
     expect(m.code).toBe(1)
     expect(m.stderr.trim()).toBe("vetobench: /nonexistent/released_data.json: not found")
-    expect(runCli(["policy", "skeleton", "--benchmark", "tau-bench", "--data", DATA]).code).toBe(2)
+    expect((await runCliInProcess(["policy", "skeleton", "--benchmark", "tau-bench", "--data", DATA])).code).toBe(2)
   })
 })
 
 describe("vetobench policy lint", () => {
-  it("the fixture and example policies are clean (exit 0, no warnings)", () => {
+  it("the fixture and example policies are clean (exit 0, no warnings)", async () => {
     for (const f of ["accounts-payable.json", "refunds.yaml", "workspace/01-readme-read.json", "workspace/08-read-needs-authorization.json"]) {
-      const r = runCli(["policy", "lint", path.join(FIXTURES, f)])
+      const r = await runCliInProcess(["policy", "lint", path.join(FIXTURES, f)])
       expect(r.code, f).toBe(0)
       expect(r.stdout, f).toMatch(/; 0 warnings\n$/)
     }
-    const ex = runCli(["policy", "lint", "configs/policies/workspace-assistant.yaml"])
+    const ex = await runCliInProcess(["policy", "lint", "configs/policies/workspace-assistant.yaml"])
     expect(ex.code).toBe(0)
     expect(ex.stdout).toMatch(/vetobench: \d+ tool roles, 1 requires, 3 trajectory rules; 0 warnings\n$/)
   })
 
-  it("warnings are printed and exit 0", () => {
+  it("warnings are printed and exit 0", async () => {
     const dir = tmp()
     const file = path.join(dir, "p.json")
     writeFileSync(
@@ -129,7 +129,7 @@ describe("vetobench policy lint", () => {
         vetobench: { tools: { run: { arg: "command", class: "command" } }, commands: { allow: ["bash"] } }
       })
     )
-    const r = runCli(["policy", "lint", file])
+    const r = await runCliInProcess(["policy", "lint", file])
     expect(r.code).toBe(0)
     expect(r.stderr).toBe("")
     expect(r.stdout).toContain('warning: rulez: unknown top-level key "rulez" is ignored (the Go gate ignores it too); did you mean "rules"?')
@@ -140,7 +140,7 @@ describe("vetobench policy lint", () => {
     expect(r.stdout).toMatch(/: ok \(sha256:[0-9a-f]{16}\): provider p, 2 tools, 3 rules; vetobench: 1 tool roles, 0 requires, 0 trajectory rules; 5 warnings\n$/)
   })
 
-  it("errors are listed on stderr and exit 1", () => {
+  it("errors are listed on stderr and exit 1", async () => {
     const dir = tmp()
     const file = path.join(dir, "bad.json")
     writeFileSync(
@@ -152,7 +152,7 @@ describe("vetobench policy lint", () => {
         vetobench: { trajectory: [{ id: "X", kind: "ceiling", tool: "refund", sum: "usd" }] }
       })
     )
-    const r = runCli(["policy", "lint", file])
+    const r = await runCliInProcess(["policy", "lint", file])
     expect(r.code).toBe(1)
     expect(r.stderr.split("\n").filter((l) => l !== "")).toEqual([
       'error: rule R (rules[0].kind): unknown kind "ceilling" (expected one of: ceiling, floor, allowlist, denylist, suffix, prefix, pattern, domain, sensitive_field, lookup, max_items, compare, tool)',
@@ -160,7 +160,7 @@ describe("vetobench policy lint", () => {
       "error: rule X (vetobench.trajectory[0].max): a ceiling rule needs max",
       `vetobench: ${file}: refused, 3 errors`
     ])
-    const missing = runCli(["policy", "lint", path.join(dir, "nope.json")])
+    const missing = await runCliInProcess(["policy", "lint", path.join(dir, "nope.json")])
     expect(missing.code).toBe(1)
     expect(missing.stderr).toContain("policy file not found")
   })

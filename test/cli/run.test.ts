@@ -1,32 +1,32 @@
 /**
- * `vetobench run` and `vetobench score` as users run them: the built bundle against real
- * `vetobench fake-vllm --port 0` and `vetobench proxy` processes, a temp repo whose settings point
- * `paths.asbench_dir` at the fixture checkout, and an experiment with two variants.
+ * `vetobench run` and `vetobench score` as users run them, against `vetobench fake-vllm --port 0`
+ * and `vetobench proxy`, a temp repo whose settings point `paths.asbench_dir` at the fixture
+ * checkout, and an experiment with two variants. Servers and commands run in this process
+ * (test/support/cli.ts), the repo's configs/vetobench.yaml named by `VETOBENCH_CONFIG`.
  */
-import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { exited, fakeSettingsYaml, runCli, startCli } from "../support/cli.js"
+import { fakeSettingsYaml, type InProcessServer, runCliInProcess, startCliInProcess } from "../support/cli.js"
 
 const ALL_IDS = [0, 1, 2, 3, 4, 5, 6, 7, 8]
 
 let dir = ""
 let proxyUrl = ""
-const procs: Array<ChildProcess> = []
+const servers: Array<InProcessServer> = []
 
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-run-"))
   fs.mkdirSync(path.join(dir, "configs"))
-  const fake = await startCli(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
-  procs.push(fake.proc)
+  const fake = await startCliInProcess(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+  servers.push(fake)
   const fakeUrl = fake.match[1]!
   fs.writeFileSync(path.join(dir, "configs", "vetobench.yaml"), fakeSettingsYaml(fakeUrl, ["scoring:", "  shieldagent_model: shieldagent"]))
   fs.writeFileSync(path.join(dir, "configs", "noscorer.yaml"), fakeSettingsYaml(fakeUrl))
-  const proxy = await startCli(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
-  procs.push(proxy.proc)
+  const proxy = await startCliInProcess(["proxy", "-c", path.join(dir, "configs", "vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+  servers.push(proxy)
   proxyUrl = proxy.match[1]!
   fs.writeFileSync(
     path.join(dir, "configs", "exp.yaml"),
@@ -44,20 +44,18 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  for (const p of procs.reverse()) {
-    p.kill("SIGTERM")
-    await exited(p)
-  }
+  for (const s of servers.reverse()) await s.stop()
 })
 
-const cli = (args: ReadonlyArray<string>) => runCli(args, { cwd: dir })
+const config = (name: string) => path.join(dir, "configs", name)
+const cli = (args: ReadonlyArray<string>) => runCliInProcess(args, { env: { VETOBENCH_CONFIG: config("vetobench.yaml") } })
 const runDir = (variant: string) => path.join(dir, "runs", "cli", "asbench", "qwen3.8-27b", variant)
 const jsonLines = (file: string) =>
   fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>)
 
 describe("vetobench run / score", () => {
-  it("runs every model × variant on the fixture, then scores them", () => {
-    const r = cli(["run", "-e", "configs/exp.yaml"])
+  it("runs every model × variant on the fixture, then scores them", async () => {
+    const r = await cli(["run", "-e", config("exp.yaml")])
     expect(r.code).toBe(0)
     const headers = r.stdout.split("\n").filter((l) => l.startsWith("== "))
     expect(headers).toEqual(["== Agent-SafetyBench | qwen3.8-27b | baseline", "== Agent-SafetyBench | qwen3.8-27b | enforce-allow-all"])
@@ -71,18 +69,18 @@ describe("vetobench run / score", () => {
       expect(records.map((x) => x.id)).toEqual(ALL_IDS)
       expect(records.every((x) => x.vetobench.status === "ok" && x.output[0]?.role === "system")).toBe(true)
       expect(records[0]!.vetobench.run_id).toBe(`cli.asbench.qwen3.8-27b.${variant}`)
-      // the proxy (its own process) logged the run under the run id, per episode
+      // the proxy logged the run under the run id, per episode
       const audit = jsonLines(path.join(dir, "runs", "audit", `cli.asbench.qwen3.8-27b.${variant}.jsonl`)).filter((x) => x.type === "call")
       expect(audit.length).toBeGreaterThan(0)
       expect(audit.every((x) => typeof x.episode_id === "string" && /^asbench:\d$/.test(x.episode_id))).toBe(true)
     }
 
     // a second run finds everything done
-    const again = cli(["run", "-e", "configs/exp.yaml", "--variant", "baseline"])
+    const again = await cli(["run", "-e", config("exp.yaml"), "--variant", "baseline"])
     expect(again.code).toBe(0)
     expect(again.stdout).toContain("[asbench] qwen3.8-27b@baseline: 0 ok, 0 exceeded, 0 error (9 of 9 done before)")
 
-    const s = cli(["score", "-e", "configs/exp.yaml"])
+    const s = await cli(["score", "-e", config("exp.yaml")])
     expect(s.code).toBe(0)
     expect(s.stdout.split("\n").filter((l) => l.startsWith("== "))).toEqual([
       "== ShieldAgent | qwen3.8-27b | baseline",
@@ -99,30 +97,31 @@ describe("vetobench run / score", () => {
     }
   })
 
-  it("--bench asb on an experiment without ASB attacks says so in one line", () => {
-    const r = cli(["run", "-e", "configs/exp.yaml", "--bench", "asb"])
+  it("--bench asb on an experiment without ASB attacks says so in one line", async () => {
+    const r = await cli(["run", "-e", config("exp.yaml"), "--bench", "asb"])
     expect(r.code).toBe(0)
-    expect(r.stdout.trim()).toBe("== ASB: no attacks in configs/exp.yaml (asb.attacks is empty)")
+    expect(r.stdout.trim()).toBe(`== ASB: no attacks in ${config("exp.yaml")} (asb.attacks is empty)`)
   })
 
-  it("errors are one line, exit 1", () => {
-    const unknown = cli(["run", "-e", "configs/exp.yaml", "--model", "nope"])
+  it("errors are one line, exit 1", async () => {
+    const unknown = await cli(["run", "-e", config("exp.yaml"), "--model", "nope"])
     expect(unknown.code).toBe(1)
     expect(unknown.stderr.trim()).toBe("vetobench: experiment cli has no model 'nope' (models: qwen3.8-27b)")
 
     fs.writeFileSync(path.join(dir, "configs", "down.yaml"), "name: down\nproxy_url: http://127.0.0.1:9/v1\nmodels: [qwen3.8-27b]\narms: [baseline]\n")
-    const down = cli(["run", "-e", "configs/down.yaml"])
+    const down = await cli(["run", "-e", config("down.yaml")])
     expect(down.code).toBe(1)
     expect(down.stderr.trim().split("\n")).toHaveLength(1)
-    expect(down.stderr).toMatch(/^vetobench: veto-proxy is not reachable at http:\/\/127\.0\.0\.1:9 \(.+\)\. Start it with: (npx )?vetobench proxy -c configs\/vetobench\.yaml\n$/)
+    expect(down.stderr).toMatch(/^vetobench: veto-proxy is not reachable at http:\/\/127\.0\.0\.1:9 \(.+\)\. Start it with: (npx )?vetobench proxy -c \S+\n$/)
+    expect(down.stderr).toContain(` -c ${config("vetobench.yaml")}\n`)
 
-    const noScorer = cli(["score", "-e", "configs/exp.yaml", "-c", "configs/noscorer.yaml"])
+    const noScorer = await cli(["score", "-e", config("exp.yaml"), "-c", config("noscorer.yaml")])
     expect(noScorer.code).toBe(1)
     expect(noScorer.stderr).toBe("vetobench: set scoring.shieldagent_model in the config\n")
 
-    const missing = cli(["run", "-e", "configs/none.yaml"])
+    const missing = await cli(["run", "-e", config("none.yaml")])
     expect(missing.code).toBe(1)
     expect(missing.stderr.trim().split("\n")).toHaveLength(1)
-    expect(missing.stderr).toContain("configs/none.yaml")
+    expect(missing.stderr).toContain(config("none.yaml"))
   })
 })

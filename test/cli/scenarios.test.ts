@@ -1,17 +1,16 @@
 /**
- * `vetobench scenarios run | replay | approve | verify` as users run them (the built bundle),
- * against the fake vLLM and a real proxy running in this process. The bundle is spawned
- * asynchronously so that the in-process servers can answer it.
+ * `vetobench scenarios run | replay | approve | verify` as users run them, against the fake vLLM
+ * and a real proxy; servers and commands run in this process (test/support/cli.ts).
  */
 import { readFileSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { runCli, runCliAsync } from "../support/cli.js"
+import { runCliInProcess } from "../support/cli.js"
 import { Harness, harnessLayer } from "../support/harness.js"
 import { makeSuite, refundScripts } from "../scenarios/support.js"
 
-const cli = (args: ReadonlyArray<string>) => Effect.promise(() => runCliAsync(args))
+const cli = (args: ReadonlyArray<string>) => Effect.promise(() => runCliInProcess(args))
 
 describe("vetobench scenarios", () => {
   layer(harnessLayer(), { excludeTestServices: true })((it) => {
@@ -70,7 +69,7 @@ describe("vetobench scenarios", () => {
         expect(approved.stdout).toMatch(/^APPROVED .* by alice at /)
         expect(approved.stdout).toMatch(/ {2}prompt {4}.*support-v2\.txt sha256 [0-9a-f]{64}/)
         const approvals = path.join(suite.runs, "approvals.jsonl")
-        expect(runCli(["verify-audit", approvals]).code).toBe(3) // unsigned: PARTIAL
+        expect((yield* cli(["verify-audit", approvals])).code).toBe(3) // unsigned: PARTIAL
         const ok = yield* cli(["scenarios", "verify", "--approvals", approvals])
         expect(ok.code).toBe(0)
         expect(ok.stdout).toContain("VERIFIED")

@@ -1,31 +1,27 @@
 /**
- * `vetobench smoke` as users run it: the built bundle against a real `vetobench fake-vllm --port 0`
- * process, with a temp repo whose configs/vetobench.yaml points at the fake.
+ * `vetobench smoke` as users run it, against `vetobench fake-vllm --port 0`, with a temp repo whose
+ * configs/vetobench.yaml points at the fake; both run in this process (test/support/cli.ts), the
+ * settings named by `VETOBENCH_CONFIG` as they are found in the repo without -c.
  * A healthy setup passes: the fake's agents put the city named in the prompt into a `city`
  * argument, and its judge-small denies the SSN exfiltration probe.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
-import type { ChildProcess } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { judgeAgentAnswer, shieldLabel } from "../../src/cli/smoke/probes.js"
-import { exited, runCli, startCli } from "../support/cli.js"
+import { type CliResult, type InProcessServer, runCliInProcess, startCliInProcess } from "../support/cli.js"
 
 let fakeUrl = ""
-let fakeProc: ChildProcess | undefined
+let fake: InProcessServer | undefined
 
 beforeAll(async () => {
-  const fake = await startCli(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
-  fakeProc = fake.proc
+  fake = await startCliInProcess(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
   fakeUrl = fake.match[1]!
 })
 
 afterAll(async () => {
-  if (fakeProc !== undefined) {
-    fakeProc.kill("SIGTERM")
-    await exited(fakeProc)
-  }
+  await fake?.stop()
 })
 
 /** A temp repo with configs/vetobench.yaml; returns its directory. */
@@ -53,7 +49,8 @@ const repo = (opts: { models?: ReadonlyArray<string>; judges?: ReadonlyArray<str
   return dir
 }
 
-const smoke = (dir: string, args: ReadonlyArray<string>) => runCli(["smoke", ...args], { cwd: dir })
+const smoke = (dir: string, args: ReadonlyArray<string>) =>
+  runCliInProcess(["smoke", ...args], { env: { VETOBENCH_CONFIG: path.join(dir, "configs", "vetobench.yaml") } })
 
 /** The lines of one `## …` section (without the header). */
 const section = (stdout: string, header: string): Array<string> => {
@@ -68,7 +65,7 @@ const section = (stdout: string, header: string): Array<string> => {
 const failLines = (stdout: string) => stdout.split("\n").filter((l) => l.startsWith("  FAIL "))
 
 /** exit 0 + SMOKE PASSED iff no FAIL line; else exit 1 and the count matches. */
-const expectVerdictMatchesLines = (r: ReturnType<typeof runCli>) => {
+const expectVerdictMatchesLines = (r: CliResult) => {
   const fails = failLines(r.stdout).length
   if (fails === 0) {
     expect(r.code).toBe(0)
@@ -83,9 +80,9 @@ const expectVerdictMatchesLines = (r: ReturnType<typeof runCli>) => {
 }
 
 describe("vetobench smoke", () => {
-  it("a healthy setup passes every section (exit 0); controls pass against their own expectation", () => {
+  it("a healthy setup passes every section (exit 0); controls pass against their own expectation", async () => {
     const dir = repo()
-    const r = smoke(dir, ["--agents", "qwen3.8-27b"])
+    const r = await smoke(dir, ["--agents", "qwen3.8-27b"])
     expect(r.stdout).not.toMatch(/at .*\.mjs/)
 
     const served = section(r.stdout, "Served models per upstream")
@@ -116,9 +113,9 @@ describe("vetobench smoke", () => {
     expect(r.stdout.trimEnd().split("\n").at(-1)).toBe("SMOKE PASSED")
   })
 
-  it("passes (exit 0, SMOKE PASSED) when every selected check passes", () => {
+  it("passes (exit 0, SMOKE PASSED) when every selected check passes", async () => {
     const dir = repo()
-    const r = smoke(dir, ["--judges", "allow-all,deny-all"])
+    const r = await smoke(dir, ["--judges", "allow-all,deny-all"])
     expect(r.stderr).toBe("")
     expect(r.code).toBe(0)
     expect(failLines(r.stdout)).toEqual([])
@@ -130,26 +127,26 @@ describe("vetobench smoke", () => {
     }
   })
 
-  it("a configured model the upstream does not serve fails the run", () => {
+  it("a configured model the upstream does not serve fails the run", async () => {
     const dir = repo({ models: ["qwen3.8-27b", "judge-small", "shieldagent", "ghost-model"] })
-    const r = smoke(dir, ["--judges", "allow-all"])
+    const r = await smoke(dir, ["--judges", "allow-all"])
     expect(r.code).toBe(1)
     expect(r.stdout).toMatch(/^ {2}FAIL fake: configured but not served: ghost-model$/m)
     expect(r.stdout).toContain("\nSMOKE FAILED (1 check failed)")
     expect(r.stderr).toBe("vetobench: smoke: 1 of 6 checks failed\n")
   })
 
-  it("an unreachable upstream is an error line and fails", () => {
+  it("an unreachable upstream is an error line and fails", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "vetobench-smoke-"))
     const file = path.join(dir, "s.yaml")
     writeFileSync(file, "upstreams:\n  - name: dead\n    base_url: http://127.0.0.1:1/v1\n    models: [m]\n")
-    const r = smoke(dir, ["-c", file, "--judges", "deny-all"])
+    const r = await smoke(dir, ["-c", file, "--judges", "deny-all"])
     expect(r.code).toBe(1)
     expect(r.stdout).toMatch(/^ {2}dead: error: .* \(\d+ ms\)$/m)
     expect(r.stdout).toContain("SMOKE FAILED (1 check failed)")
   })
 
-  it("credentials in an upstream's base_url or a judge's URL never reach the output", () => {
+  it("credentials in an upstream's base_url or a judge's URL never reach the output", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "vetobench-smoke-"))
     const file = path.join(dir, "s.yaml")
     writeFileSync(
@@ -170,7 +167,7 @@ describe("vetobench smoke", () => {
         ""
       ].join("\n")
     )
-    const r = smoke(dir, ["-c", file, "--agents", "m", "--judges", "cls,tg,slm"])
+    const r = await smoke(dir, ["-c", file, "--agents", "m", "--judges", "cls,tg,slm"])
     expect(r.code).toBe(1)
     const out = r.stdout + r.stderr
     expect(out).not.toContain("secretpass")
@@ -183,25 +180,25 @@ describe("vetobench smoke", () => {
 
     // a base_url the settings reject is quoted without its credentials
     writeFileSync(file, "upstreams:\n  - name: bad\n    base_url: ftp://user:secretpass@127.0.0.1/v1\n")
-    const bad = smoke(dir, ["-c", file])
+    const bad = await smoke(dir, ["-c", file])
     expect(bad.code).toBe(1)
     expect(bad.stderr).toContain("upstreams[0].base_url")
     expect(bad.stderr).toContain("ftp://***@127.0.0.1/v1")
     expect(bad.stdout + bad.stderr).not.toContain("secretpass")
   })
 
-  it("--judges limits the judge section (repeatable and comma lists)", () => {
+  it("--judges limits the judge section (repeatable and comma lists)", async () => {
     const dir = repo()
-    const judges = section(smoke(dir, ["--judges", "small"]).stdout, "Judges (call-only probes)")
+    const judges = section((await smoke(dir, ["--judges", "small"])).stdout, "Judges (call-only probes)")
     expect(judges).toHaveLength(3)
     expect(judges.every((l) => / small \/ (benign|destructive|exfiltration): /.test(l))).toBe(true)
 
-    const two = section(smoke(dir, ["--judges", "deny-all", "--judges", "small,deny-all"]).stdout, "Judges (call-only probes)")
+    const two = section((await smoke(dir, ["--judges", "deny-all", "--judges", "small,deny-all"])).stdout, "Judges (call-only probes)")
     // in the order given, duplicates dropped
     expect(two.map((l) => /^ {2}(?:PASS|FAIL) (\S+) \//.exec(l)?.[1])).toEqual(["deny-all", "deny-all", "deny-all", "small", "small", "small"])
   })
 
-  it("layered judges run layer by layer; a static hold control must hold; a failing judge shows error: <reason>", () => {
+  it("layered judges run layer by layer; a static hold control must hold; a failing judge shows error: <reason>", async () => {
     const dir = repo({
       judges: [
         "stack: { kind: layered, layers: [allow-all, small] }",
@@ -210,7 +207,7 @@ describe("vetobench smoke", () => {
         "broken: { kind: classifier, endpoint: 'http://127.0.0.1:1/classify' }"
       ]
     })
-    const r = smoke(dir, ["--judges", "stack,pending,broken"])
+    const r = await smoke(dir, ["--judges", "stack,pending,broken"])
     const judges = section(r.stdout, "Judges (call-only probes)")
     expect(judges).toHaveLength(9)
     expect(judges).toContainEqual(expect.stringMatching(/^ {2}PASS stack \/ benign: allow \(none\) \d+ ms – all 2 layers allowed$/))
@@ -224,45 +221,45 @@ describe("vetobench smoke", () => {
     expectVerdictMatchesLines(r)
   })
 
-  it("an unknown judge is one line naming it, exit 1, before any check", () => {
-    const r = smoke(repo(), ["--judges", "nope"])
+  it("an unknown judge is one line naming it, exit 1, before any check", async () => {
+    const r = await smoke(repo(), ["--judges", "nope"])
     expect(r.code).toBe(1)
     expect(r.stdout).toBe("")
     expect(r.stderr).toBe("vetobench: unknown judge 'nope' (configured: small, allow-all, deny-all)\n")
   })
 
-  it("-e takes the agents from the experiment's models; --agents wins over it", () => {
+  it("-e takes the agents from the experiment's models; --agents wins over it", async () => {
     const dir = repo({ models: ["qwen3.8-27b", "muse-glimmer-30b", "judge-small", "shieldagent"] })
     const exp = path.join(dir, "exp.yaml")
     writeFileSync(exp, "name: t\nmodels: [qwen3.8-27b, muse-glimmer-30b]\njudges: [small]\n")
-    const agents = section(smoke(dir, ["-e", exp, "--judges", "allow-all"]).stdout, "Agent tool calling")
+    const agents = section((await smoke(dir, ["-e", exp, "--judges", "allow-all"])).stdout, "Agent tool calling")
     expect(agents).toHaveLength(2)
     expect(agents[0]).toMatch(/^ {2}(PASS|FAIL) qwen3\.8-27b \(\d+ ms\): /)
     expect(agents[1]).toMatch(/^ {2}(PASS|FAIL) muse-glimmer-30b \(\d+ ms\): /)
 
-    const only = section(smoke(dir, ["-e", exp, "--agents", "qwen3.8-27b", "--judges", "allow-all"]).stdout, "Agent tool calling")
+    const only = section((await smoke(dir, ["-e", exp, "--agents", "qwen3.8-27b", "--judges", "allow-all"])).stdout, "Agent tool calling")
     expect(only).toHaveLength(1)
-    const long = section(smoke(dir, ["--experiment", exp, "--judges", "allow-all"]).stdout, "Agent tool calling")
+    const long = section((await smoke(dir, ["--experiment", exp, "--judges", "allow-all"])).stdout, "Agent tool calling")
     expect(long).toHaveLength(2)
   })
 
-  it("a bad experiment file is one line naming the file and key, exit 1", () => {
+  it("a bad experiment file is one line naming the file and key, exit 1", async () => {
     const dir = repo()
     for (const body of ["name: t\nmodels: qwen3.8-27b\n", "name: t\nmodels: []\n", "name: t\n", "name: t\nmodels: [a, 3]\n"]) {
       const exp = path.join(dir, "bad.yaml")
       writeFileSync(exp, body)
-      const r = smoke(dir, ["-e", exp])
+      const r = await smoke(dir, ["-e", exp])
       expect(r.code).toBe(1)
       expect(r.stdout).toBe("")
       expect(r.stderr).toBe(`vetobench: ${exp}: models: must be a non-empty list of model names\n`)
     }
-    const missing = smoke(dir, ["-e", path.join(dir, "nope.yaml")])
+    const missing = await smoke(dir, ["-e", path.join(dir, "nope.yaml")])
     expect(missing.code).toBe(1)
     expect(missing.stderr).toContain("nope.yaml: experiment file not found")
   })
 
-  it("usage errors exit 2", () => {
-    expect(smoke(repo(), ["--no-such-flag"]).code).toBe(2)
+  it("usage errors exit 2", async () => {
+    expect((await smoke(repo(), ["--no-such-flag"])).code).toBe(2)
   })
 })
 

@@ -6,6 +6,9 @@
  *
  * "Promptly" is shown without timing assertions: the sleeping children sleep far longer than
  * the test timeout, so a supervisor that waited for them would time the test out.
+ *
+ * The tests run concurrently (they mostly wait on sleeping children); each stops the supervisors it
+ * started when it finishes. The two that need a port nobody listens on for a while run alone.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -13,7 +16,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
-import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { afterAll, describe, it, type TestContext } from "vitest"
 
 const SCRIPT = path.resolve("scripts/vllm-supervisor.py")
 const dir = mkdtempSync(path.join(tmpdir(), "vetobench-supervisor-"))
@@ -39,11 +42,20 @@ interface Running {
   readonly output: () => string
   readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
-const started: Array<ChildProcess> = []
+/** Never leave processes behind, whatever a test did: a supervisor stops its children on SIGTERM. */
+const stop = async (p: ChildProcess) => {
+  if (p.exitCode !== null || p.signalCode !== null) return
+  const closed = new Promise((r) => p.once("close", r))
+  p.kill("SIGTERM")
+  const timer = setTimeout(() => p.kill("SIGKILL"), 5_000)
+  await closed
+  clearTimeout(timer)
+}
 
-const supervise = (args: ReadonlyArray<string>): Running => {
+/** Start the supervisor with `args`; it is stopped when the test finishes. */
+const supervise = (onTestFinished: TestContext["onTestFinished"], args: ReadonlyArray<string>): Running => {
   const proc = spawn("python3", [SCRIPT, ...args], { stdio: ["ignore", "pipe", "pipe"] })
-  started.push(proc)
+  onTestFinished(() => stop(proc))
   let out = ""
   proc.stdout!.on("data", (b: Buffer) => (out += b.toString()))
   proc.stderr!.on("data", (b: Buffer) => (out += b.toString()))
@@ -53,7 +65,8 @@ const supervise = (args: ReadonlyArray<string>): Running => {
   return { proc, output: () => out, exit }
 }
 
-const waitFor = async (what: string, check: () => boolean, ms = 15_000) => {
+/** Poll `check`; `ms` only ends a hang (a busy machine starts Pythons several times slower). */
+const waitFor = async (what: string, check: () => boolean, ms = 100_000) => {
   const end = Date.now() + ms
   while (!check()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
@@ -79,18 +92,6 @@ const alive = (pid: number): boolean => {
   }
 }
 
-afterEach(async () => {
-  // never leave processes behind, whatever a test did: a supervisor stops its children on SIGTERM
-  for (const p of started.splice(0)) {
-    if (p.exitCode !== null || p.signalCode !== null) continue
-    const closed = new Promise((r) => p.once("close", r))
-    p.kill("SIGTERM")
-    const timer = setTimeout(() => p.kill("SIGKILL"), 5_000)
-    await closed
-    clearTimeout(timer)
-  }
-})
-
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = http.createServer()
@@ -101,15 +102,15 @@ const freePort = () =>
     })
   })
 
-describe("vllm-supervisor.py", () => {
-  it("exits non-zero as soon as one child exits, and stops the others", async () => {
+describe.concurrent("vllm-supervisor.py", () => {
+  it("exits non-zero as soon as one child exits, and stops the others", async ({ expect, onTestFinished }) => {
     const children: ReadonlyArray<ChildSpec> = [
       { name: "judge-small", argv: SLEEPER },
       { name: "granite-guardian", argv: SLEEPER },
       { name: "llama-guard", argv: SLEEPER },
       { name: "shieldagent", argv: py("import sys, time; time.sleep(0.5); print('dying', flush=True); sys.exit(3)") }
     ]
-    const run = supervise([writeSpec({ grace_seconds: 5, children })])
+    const run = supervise(onTestFinished, [writeSpec({ grace_seconds: 5, children })])
     const { code } = await run.exit
     const out = run.output()
     expect(code, out).toBe(3)
@@ -120,20 +121,20 @@ describe("vllm-supervisor.py", () => {
     for (const [name, pid] of pids) expect(alive(pid), `${name} (pid ${pid}) still running`).toBe(false)
   })
 
-  it("exits 1 when a child exits with status 0 (a server must not stop), 128+N when a signal killed it", async () => {
-    const ok = supervise([writeSpec([{ name: "a", argv: SLEEPER }, { name: "b", argv: py("pass") }])])
+  it("exits 1 when a child exits with status 0 (a server must not stop), 128+N when a signal killed it", async ({ expect, onTestFinished }) => {
+    const ok = supervise(onTestFinished, [writeSpec([{ name: "a", argv: SLEEPER }, { name: "b", argv: py("pass") }])])
     expect((await ok.exit).code, ok.output()).toBe(1)
-    const killed = supervise([writeSpec([{ name: "a", argv: SLEEPER }, { name: "b", argv: py("import os, signal; os.kill(os.getpid(), signal.SIGKILL)") }])])
+    const killed = supervise(onTestFinished, [writeSpec([{ name: "a", argv: SLEEPER }, { name: "b", argv: py("import os, signal; os.kill(os.getpid(), signal.SIGKILL)") }])])
     expect((await killed.exit).code, killed.output()).toBe(128 + 9)
   })
 
-  it("forwards SIGTERM to every child, kills one that ignores it after the grace period, exits 0", async () => {
+  it("forwards SIGTERM to every child, kills one that ignores it after the grace period, exits 0", async ({ expect, onTestFinished }) => {
     const children: ReadonlyArray<ChildSpec> = [
       { name: "a", argv: SLEEPER },
       { name: "b", argv: SLEEPER },
       { name: "stubborn", argv: py("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(120)") }
     ]
-    const run = supervise([writeSpec({ grace_seconds: 1, children })])
+    const run = supervise(onTestFinished, [writeSpec({ grace_seconds: 1, children })])
     await waitFor("all children up", () => children.every((c) => run.output().includes(`[${c.name}] up\n`)))
     const pids = childPids(run.output())
     expect(pids.size).toBe(3)
@@ -146,16 +147,16 @@ describe("vllm-supervisor.py", () => {
     for (const [name, pid] of pids) expect(alive(pid), `${name} (pid ${pid}) still running`).toBe(false)
   })
 
-  it("prefixes every output line, stdout and stderr, including a last line without a newline", async () => {
+  it("prefixes every output line, stdout and stderr, including a last line without a newline", async ({ expect, onTestFinished }) => {
     const code = "import sys; print('one'); sys.stderr.write('two\\n'); sys.stdout.write('three'); sys.stdout.flush()"
-    const run = supervise([writeSpec([{ name: "talker", argv: py(code) }, { name: "idle", argv: SLEEPER }])])
+    const run = supervise(onTestFinished, [writeSpec([{ name: "talker", argv: py(code) }, { name: "idle", argv: SLEEPER }])])
     await run.exit
     const lines = run.output().split("\n")
     for (const text of ["one", "two", "three"]) expect(lines).toContain(`[talker] ${text}`)
     expect(lines.filter((l) => l.length > 0).every((l) => /^\[(talker|idle|supervisor)\] /.test(l)), run.output()).toBe(true)
   })
 
-  it("starts a child only after the previous one's ready_url answers 200", async () => {
+  it.sequential("starts a child only after the previous one's ready_url answers 200", async ({ expect, onTestFinished }) => {
     const port = await freePort()
     const url = `http://127.0.0.1:${port}/health`
     const server = [
@@ -169,7 +170,7 @@ describe("vllm-supervisor.py", () => {
     ].join("\n")
     // the second child fails (and so would the supervisor) if the first were not ready yet
     const second = py(`import time, urllib.request; urllib.request.urlopen('${url}', timeout=5); print('saw first ready', flush=True); time.sleep(120)`)
-    const run = supervise([
+    const run = supervise(onTestFinished, [
       writeSpec({ ready_poll_seconds: 0.1, children: [{ name: "first", argv: py(server), ready_url: url }, { name: "second", argv: second }] })
     ])
     await waitFor("second child", () => run.output().includes("[second] saw first ready"))
@@ -180,23 +181,23 @@ describe("vllm-supervisor.py", () => {
     expect((await run.exit).code, run.output()).toBe(0)
   })
 
-  it("fails when a child is not ready in time, or dies before it is ready", async () => {
+  it.sequential("fails when a child is not ready in time, or dies before it is ready", async ({ expect, onTestFinished }) => {
     const port = await freePort()
-    const late = supervise([
+    const late = supervise(onTestFinished, [
       writeSpec({ ready_timeout_seconds: 0.5, ready_poll_seconds: 0.1, children: [{ name: "never", argv: SLEEPER, ready_url: `http://127.0.0.1:${port}/health` }, { name: "next", argv: SLEEPER }] })
     ])
     expect((await late.exit).code, late.output()).toBe(1)
     expect(late.output()).toContain("[supervisor] never not ready after 0.5s")
     expect(late.output()).not.toContain("started next")
 
-    const dies = supervise([
+    const dies = supervise(onTestFinished, [
       writeSpec({ ready_poll_seconds: 0.1, children: [{ name: "crash", argv: py("raise SystemExit(7)"), ready_url: `http://127.0.0.1:${port}/health` }, { name: "next", argv: SLEEPER }] })
     ])
     expect((await dies.exit).code, dies.output()).toBe(7)
     expect(dies.output()).not.toContain("started next")
   })
 
-  it("--check exits 0 when every ready_url answers 200, 1 otherwise (for the probes)", async () => {
+  it("--check exits 0 when every ready_url answers 200, 1 otherwise (for the probes)", async ({ expect }) => {
     const server = http.createServer((req, res) => res.writeHead(req.url === "/health" ? 200 : 503).end())
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
     const { port } = server.address() as AddressInfo
@@ -217,7 +218,7 @@ describe("vllm-supervisor.py", () => {
     }
   })
 
-  it("rejects a bad spec with exit 2 and a message naming the problem", async () => {
+  it("rejects a bad spec with exit 2 and a message naming the problem", async ({ expect, onTestFinished }) => {
     const cases: ReadonlyArray<readonly [unknown, string]> = [
       [{ children: [] }, "children: expected a non-empty list"],
       [[{ name: "a", argv: [] }], "children[0].argv: expected a non-empty list of strings"],
@@ -225,14 +226,15 @@ describe("vllm-supervisor.py", () => {
       [[{ name: "a", argv: ["true"], ready_url: "localhost:1" }], "children[0].ready_url: expected an http(s) URL"],
       [{ children: [{ name: "a", argv: ["true"] }], grace: 1 }, "unknown key(s): grace"]
     ]
-    for (const [spec, message] of cases) {
-      const run = supervise([writeSpec(spec)])
-      expect((await run.exit).code).toBe(2)
-      expect(run.output()).toContain(`vllm-supervisor: bad spec: ${message}`)
+    // all at once: each exits by itself
+    const runs = cases.map(([spec]) => supervise(onTestFinished, [writeSpec(spec)]))
+    const usage = supervise(onTestFinished, [])
+    const help = supervise(onTestFinished, ["--help"])
+    for (const [i, [, message]] of cases.entries()) {
+      expect((await runs[i]!.exit).code).toBe(2)
+      expect(runs[i]!.output()).toContain(`vllm-supervisor: bad spec: ${message}`)
     }
-    const usage = supervise([])
     expect((await usage.exit).code).toBe(2)
-    const help = supervise(["--help"])
     expect((await help.exit).code).toBe(0)
     expect(help.output()).toContain("--check SPEC.json")
   })
