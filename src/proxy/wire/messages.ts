@@ -17,9 +17,9 @@ import type { AuditWriteError } from "../../../layers/AuditSink.js"
 import { isObject } from "../../domain/is-object.js"
 import { redactUrlsIn } from "../../domain/redact-url.js"
 import { type PartialRefusal, refusalNotes } from "../../domain/refusal.js"
-import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.js"
+import type { GateRequest, GateShape } from "../../gate/Gate.js"
 import { type ProxyErrorCode, ProxyError } from "../errors.js"
-import { answerObject, type GatedText, InvalidAnswer } from "./json-answer.js"
+import { type GatedText, gateOneTurn, InvalidAnswer } from "./json-answer.js"
 
 /** A `tool_use` block as the gate reads it: where it is in `content`, and the call in the chat call shape. */
 export interface ToolUse {
@@ -103,24 +103,8 @@ export const stripToolUses = (
  * tool_use blocks as one turn, strip the blocked ones. The text returned is the value the gate read,
  * serialized once.
  */
-export const gateMessagesText = (
-  gate: GateShape,
-  req: GateRequest,
-  text: string,
-  partial: PartialRefusal
-): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> =>
-  Effect.suspend((): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> => {
-    const answer = answerObject(text)
-    if (answer instanceof InvalidAnswer) return Effect.fail(answer)
-    const uses = toolUsesIn(answer.content)
-    if (typeof uses === "string") return Effect.fail(new InvalidAnswer({ message: `the upstream answer's ${uses}` }))
-    if (uses.length === 0) return Effect.succeed({ text: JSON.stringify(answer), blocked: 0 })
-    return Effect.map(gate.ruleChoice(req, 0, uses.map((u) => u.call)), (rulings) => {
-      const removed = blockedNotes(rulings)
-      if (removed.size > 0) stripToolUses(answer, uses, removed, partial)
-      return { text: JSON.stringify(answer), blocked: removed.size }
-    })
-  })
+export const gateMessagesText = (gate: GateShape, req: GateRequest, text: string, partial: PartialRefusal): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> =>
+  gateOneTurn(gate, req, text, (answer) => toolUsesIn(answer.content), (answer, uses, removed) => stripToolUses(answer, uses, removed, partial))
 
 /** The Anthropic error `type` for a status (the SDKs pick their error class by status). */
 export const anthropicErrorType = (status: number): string => {

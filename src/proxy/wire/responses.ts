@@ -20,8 +20,8 @@ import type { AuditWriteError } from "../../../layers/AuditSink.js"
 import { isObject } from "../../domain/is-object.js"
 import { applyModelDefaults } from "../../domain/normalise.js"
 import { type PartialRefusal, refusalNotes } from "../../domain/refusal.js"
-import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.js"
-import { answerObject, type GatedText, InvalidAnswer } from "./json-answer.js"
+import type { GateRequest, GateShape } from "../../gate/Gate.js"
+import { type GatedText, gateOneTurn, InvalidAnswer } from "./json-answer.js"
 
 /** The built-in tools a client executes, and the item fields that make their arguments. */
 export const ACTION_FIELDS = {
@@ -157,49 +157,31 @@ const outputTextOf = (items: ReadonlyArray<unknown>): string =>
     .join("")
 
 /**
- * Rule the call items of a parsed response as one turn, record them, and in place remove the
- * blocked ones and add the refusal note (always when no call survives, else per `partial`). Returns
- * the number of calls removed.
+ * In place: remove the blocked call items of a parsed response (by their position in `found`) and
+ * add the refusal note (always when no call survives, else per `partial`).
  */
-export const gateResponseAnswer = (
-  gate: GateShape,
-  req: GateRequest,
+export const stripCallItems = (
   answer: Record<string, unknown>,
   found: ReadonlyArray<FoundItem>,
+  removed: ReadonlyMap<number, string>,
   partial: PartialRefusal
-): Effect.Effect<number, AuditWriteError> =>
-  Effect.map(gate.ruleChoice(req, 0, found.map((f) => f.call)), (rulings) => {
-    const removed = blockedNotes(rulings)
-    if (removed.size === 0) return 0
-    const gone = new Set(found.filter((_, k) => removed.has(k)).map((f) => f.position))
-    const output = (answer.output as ReadonlyArray<unknown>).filter((_, i) => !gone.has(i))
-    if (removed.size === found.length || partial === "content") {
-      output.push(noteItem(noteId(), noteText(refusalNotes(removed), hasOutputText(output))))
-    }
-    answer.output = output
-    // a server that adds the SDKs' convenience field keeps it true to the output
-    if (typeof answer.output_text === "string") answer.output_text = outputTextOf(output)
-    return removed.size
-  })
+): void => {
+  const gone = new Set(found.filter((_, k) => removed.has(k)).map((f) => f.position))
+  const output = (answer.output as ReadonlyArray<unknown>).filter((_, i) => !gone.has(i))
+  if (removed.size === found.length || partial === "content") {
+    output.push(noteItem(noteId(), noteText(refusalNotes(removed), hasOutputText(output))))
+  }
+  answer.output = output
+  // a server that adds the SDKs' convenience field keeps it true to the output
+  if (typeof answer.output_text === "string") answer.output_text = outputTextOf(output)
+}
 
 /**
- * A logged arm's non-streamed answer: parse it, check its shape, rule and record its calls, strip
- * the blocked ones. The text returned is always the value the gate read, serialized once.
+ * A logged arm's non-streamed answer: parse it, check its shape, rule and record its calls as one
+ * turn, strip the blocked ones. The text returned is always the value the gate read, serialized once.
  */
-export const gateResponsesText = (
-  gate: GateShape,
-  req: GateRequest,
-  text: string,
-  partial: PartialRefusal
-): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> =>
-  Effect.suspend((): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> => {
-    const answer = answerObject(text)
-    if (answer instanceof InvalidAnswer) return Effect.fail(answer)
-    const found = callItemsOf(answer)
-    if (typeof found === "string") return Effect.fail(new InvalidAnswer({ message: `the upstream answer's ${found}` }))
-    if (found.length === 0) return Effect.succeed({ text: JSON.stringify(answer), blocked: 0 })
-    return Effect.map(gateResponseAnswer(gate, req, answer, found, partial), (blocked) => ({ text: JSON.stringify(answer), blocked }))
-  })
+export const gateResponsesText = (gate: GateShape, req: GateRequest, text: string, partial: PartialRefusal): Effect.Effect<GatedText, AuditWriteError | InvalidAnswer> =>
+  gateOneTurn(gate, req, text, callItemsOf, (answer, found, removed) => stripCallItems(answer, found, removed, partial))
 
 const EMPTY_SCHEMA = { type: "object", properties: {} } as const
 
