@@ -22,7 +22,7 @@ export const makeStaticJudge = (name: string, decision: "allow" | "deny" | "hold
     category: decision === "allow" ? "none" : "other",
     reason: "static judge"
   })
-  return { ...id, cacheable: false, rule: () => Effect.succeed(verdict) }
+  return { ...id, cacheable: false, inProcess: true, rule: () => Effect.succeed(verdict) }
 }
 
 export const StaticKind: JudgeKind = {

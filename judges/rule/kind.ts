@@ -174,7 +174,7 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
         }
 
   const cacheable = !opts.scopes_header && !ext.readsHeaders && trajectory === null
-  return { ...id, cacheable, rule, ...(commit !== undefined ? { commit } : {}), trajectory }
+  return { ...id, cacheable, inProcess: true, rule, ...(commit !== undefined ? { commit } : {}), trajectory }
 }
 
 /** The `rule` kind; relative policy paths resolve against `root`. Lint warnings are logged at start-up. */

@@ -6,8 +6,9 @@
  * baseline))>` — or, for an Agent-SafetyBench run merged from shards, every shard's audit file
  * listed in its `shards.json` (`auditFilesFor`) — its call records with `arm: baseline`, each
  * episode's calls from its final attempt only (scoring/current.ts: a killed and resumed run logs
- * the calls of the cases in flight twice). Output, appended one line per ruling (one
- * write + fsync, serialised) to `<run_dir>/replay/<bench>.<slug(model)>.jsonl`:
+ * the calls of the cases in flight twice). Output, one line per ruling, appended in batches of up
+ * to 1,000 lines (one write + fsync each, serialised; the last batch also when the replay fails or
+ * is interrupted) to `<run_dir>/replay/<bench>.<slug(model)>.jsonl`:
  * `{judge, source_hash, run_id, episode_id, agent_model, tool, verdict, layers, effective_decision}`.
  *
  * Ruling: through the gate exactly as the proxy rules a shadow call — layered judges layer by
@@ -53,6 +54,9 @@ const storeError = (e: { readonly message: string }) => new ReplayError({ messag
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 export const REPLAY_DIR = "replay"
+
+/** replay lines written per append (one write + fsync) */
+const APPEND_BATCH = 1_000
 
 /** `<run_dir>/replay/<bench>.<slug(model)>.jsonl` */
 export const replayFile = (exp: Pick<Experiment, "run_dir">, bench: Bench, model: string): string =>
@@ -130,11 +134,12 @@ const contextOf = (judge: string, r: CallRecord): JudgeContext => ({
 })
 
 /**
- * The OpenAI tool call and request tool that give back `r.tool` through the gate's `toolCallView`
- * (arguments re-serialised as JSON: a parsed value and a raw string both read back the same).
+ * The OpenAI tool call and request tool that give back `r.tool` through the gate's `toolCallView`:
+ * an object or array (as parsed from the log) is passed as it is, anything else is re-serialised as
+ * JSON (a raw string and a scalar both read back the same).
  */
 export const rawCallOf = (tool: ToolCallView, id: string | null) => ({
-  call: { id: id ?? "replay", type: "function", function: { name: tool.name, arguments: JSON.stringify(tool.arguments ?? {}) ?? "{}" } },
+  call: { id: id ?? "replay", type: "function", function: { name: tool.name, arguments: argumentsOf(tool.arguments) } },
   tools: [
     {
       type: "function",
@@ -143,13 +148,22 @@ export const rawCallOf = (tool: ToolCallView, id: string | null) => ({
   ]
 })
 
-/** An audit sink that keeps the gate's call entries by request id, for `rule` to take. */
+const argumentsOf = (args: unknown): unknown =>
+  typeof args === "object" && args !== null ? args : JSON.stringify(args ?? {}) ?? "{}"
+
+/** the time on the records the capture sink hands back (never written; the replay line has none) */
+const CAPTURED_TS = new Date(0).toISOString()
+
+/**
+ * An audit sink that keeps the gate's call entries by request id, for `rule` to take. The records
+ * it hands back to the gate are never written anywhere: seq 0, the genesis hash, a fixed time.
+ */
 const captureSink = (captured: Map<string, CallEntry>): Layer.Layer<AuditSink> =>
   Layer.succeed(AuditSink, {
     append: (_runId, entry) =>
       Effect.sync(() => {
         if (entry.type === "call") captured.set(entry.request_id, entry)
-        const sealed: AuditRecord = { ...entry, schema: AUDIT_SCHEMA, seq: 0, ts: new Date().toISOString(), prev_hash: GENESIS_HASH, hash: GENESIS_HASH }
+        const sealed: AuditRecord = { ...entry, schema: AUDIT_SCHEMA, seq: 0, ts: CAPTURED_TS, prev_hash: GENESIS_HASH, hash: GENESIS_HASH }
         return sealed
       }),
     fileFor: () => "memory:replay",
@@ -290,7 +304,18 @@ export const replayBench = (
       const todo = units.reduce((a, u) => a + u.calls.filter((r) => !done(u.judge, r)).length, 0)
       const skipped = records.length * judges.length - todo
 
-      const appender = yield* openAppender(file, (line: ReplayLine) => `${JSON.stringify(line)}\n`).pipe(Effect.mapError(storeError))
+      // lines are appended in batches (one write + fsync per batch, serialised); a crash loses at
+      // most the unwritten batch, whose pairs the next replay rules again
+      const appender = yield* openAppender(file, (batch: ReadonlyArray<ReplayLine>) => batch.map((l) => `${JSON.stringify(l)}\n`).join("")).pipe(
+        Effect.mapError(storeError)
+      )
+      let pending: Array<ReplayLine> = []
+      const flush = Effect.suspend(() => {
+        if (pending.length === 0) return Effect.void
+        const batch = pending
+        pending = []
+        return Effect.mapError(appender.append(batch), storeError)
+      })
       const tracker = yield* progress.track(`[replay] ${bench} ${model}`, todo)
       yield* tracker.note(`[replay] ${bench} | ${model}: ${records.length} baseline calls × ${judges.length} judges: ${skipped} done before, ${todo} to rule`)
       let ruled = 0, errors = 0
@@ -304,7 +329,7 @@ export const replayBench = (
               ? gate.stateful(u.judge) ? gate.replayed(u.judge, r) : Effect.void
               : Effect.gen(function*() {
                 const got = yield* gate.rule(u.judge, r)
-                yield* appender.append({
+                pending.push({
                   judge: u.judge,
                   source_hash: r.hash,
                   run_id: r.run_id,
@@ -314,7 +339,8 @@ export const replayBench = (
                   verdict: got.verdict,
                   layers: got.layers,
                   effective_decision: got.effective_decision
-                }).pipe(Effect.mapError(storeError))
+                })
+                if (pending.length >= APPEND_BATCH) yield* flush
                 const ok = isFinal(got)
                 ruled += 1
                 if (!ok) errors += 1
@@ -326,7 +352,12 @@ export const replayBench = (
               }),
           { discard: true }
         )
-      yield* Effect.forEach(units, runUnit, { concurrency: opts.concurrency ?? 32, discard: true })
+      // a replay that fails or is interrupted still keeps what it ruled; on success a failed last
+      // write fails the replay
+      yield* Effect.forEach(units, runUnit, { concurrency: opts.concurrency ?? 32, discard: true }).pipe(
+        Effect.onError(() => Effect.ignore(flush))
+      )
+      yield* flush
       return { bench, model, sources, file, judges, calls: records.length, skipped, ruled, errors, firstError } satisfies ReplaySummary
     })
   )

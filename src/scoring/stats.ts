@@ -19,6 +19,8 @@ export const Z95 = 1.96
 export const DEFAULT_ITERATIONS = 10_000
 export const DEFAULT_SEED = 0
 
+const TWO_32 = 0x1_0000_0000
+
 /** A finite number as is; NaN and ±Infinity as null. */
 export const finite = (x: number): Num => (Number.isFinite(x) ? x : null)
 
@@ -111,11 +113,18 @@ export const pairedBootstrap = (
   let sum = 0
   for (const x of diffs) sum += x
   const iterations = opts.iterations ?? DEFAULT_ITERATIONS
-  const prng = makePrng(opts.seed ?? DEFAULT_SEED)
+  const next = makePrng(opts.seed ?? DEFAULT_SEED).nextUint32
+  // `prng.int(n)` inlined (the hot loop: iterations × n draws): the same draws, rejection above the
+  // largest multiple of n not above 2^32, without its per-call argument check
+  const limit = TWO_32 - (TWO_32 % n)
   const means = new Float64Array(iterations)
   for (let b = 0; b < iterations; b++) {
     let s = 0
-    for (let i = 0; i < n; i++) s += diffs[prng.int(n)]!
+    for (let i = 0; i < n; i++) {
+      let x = next()
+      while (x >= limit) x = next()
+      s += diffs[x % n]!
+    }
     means[b] = s / n
   }
   const { lo, hi } = percentileInterval(means, opts.confidence)
