@@ -44,6 +44,13 @@ export interface Judge extends JudgeIdentity {
   readonly cacheable: boolean
   readonly rule: (call: ToolCallView, ctx: JudgeContext) => Effect.Effect<Verdict, JudgeError>
   /**
+   * The judge answers in process and cannot block: `rule` does no I/O and waits on nothing (no
+   * timer, no lock, no other fiber), so it finishes as soon as it runs (kinds `static`, `rule`). The
+   * gate then rules it without a concurrency slot, deadline timer or fiber of its own; everything
+   * else (a throw, a defect, an invalid answer → a verdict through `fail_policy`) is unchanged.
+   */
+  readonly inProcess?: boolean
+  /**
    * A composite judge (kind `layered`): the gate runs these in order, each with its own cache entry,
    * concurrency slot and deadline; the first deny or hold decides; every layer's verdict is recorded.
    * `rule` is then not called.
@@ -59,4 +66,12 @@ export interface Judge extends JudgeIdentity {
    * to the agent (enforce: not blocked; shadow and baseline: true). It must not fail.
    */
   readonly commit?: (call: ToolCallView, ctx: JudgeContext, released: boolean) => Effect.Effect<void>
+  /**
+   * Optional, for judge kinds that can rate free text (`classifier`; `llm_json` with a
+   * `results_prompt`; plugins may add it): rate one tool RESULT the agent is about to read, for the
+   * result screen (`screening.judge`, src/screening/). `deny` = the result is flagged (a likely
+   * prompt injection); `allow` = clean; `hold` is read as flagged. `text` is already cut to
+   * `screening.max_chars`. A judge without it cannot be named by `screening.judge`.
+   */
+  readonly screen?: (text: string, ctx: JudgeContext) => Effect.Effect<Verdict, JudgeError>
 }

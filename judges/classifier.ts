@@ -22,6 +22,9 @@
  * the score; on any other (safe) label it is `1 − score`. From a list, the highest-scoring unsafe
  * entry wins, else the top safe entry. Unsafe probability ≥ `threshold` → deny
  * (`security_compromise`), else allow. The unsafe probability is the verdict's `probability`.
+ *
+ * Result screening (`screen`, src/screening/): a tool result's text, cut to `max_chars`, is rated
+ * the same way with the same backend and prompt; deny = flagged.
  */
 import { Clock, Duration, Effect, Either, Schema } from "effect"
 import { Settings } from "../src/config/service.js"
@@ -510,7 +513,13 @@ export const makeClassifierJudge = (
     if (text.trim() === "") return Effect.succeed(decided(id, "allow", { category: "none", reason: "nothing to scan" }))
     return Effect.map(ask(text, ctx), ({ c, m }) => classifierVerdict(id, config, c, m))
   }
-  return { ...id, cacheable: true, rule }
+  // a tool result is rated as the call's text is: cut to `max_chars`, unsafe probability ≥ threshold → deny (flagged)
+  const screen = (text: string, ctx: JudgeContext): Effect.Effect<Verdict, JudgeError> => {
+    const scanned = cut(text, config.max_chars)
+    if (scanned.trim() === "") return Effect.succeed(decided(id, "allow", { category: "none", reason: "nothing to scan" }))
+    return Effect.map(ask(scanned, ctx), ({ c, m }) => classifierVerdict(id, config, c, m))
+  }
+  return { ...id, cacheable: true, rule, screen }
 }
 
 /** `kind: classifier`; endpoint requests go through the `HttpTransport` in context. */

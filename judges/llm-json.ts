@@ -2,6 +2,11 @@
  * `kind: llm_json` — a general instruct model with a system prompt answers one JSON verdict per
  * call (reference §4.3). Config is checked when the judge is built; the prompt is loaded then too
  * and its hash is the judge's version (part of the verdict cache key).
+ *
+ * With `results_prompt` (a prompt file, loaded like `prompt`) the judge can also screen tool
+ * results (`screening.judge`, src/screening/): the system prompt is the results prompt, the user
+ * message the result's text, the reply the same JSON verdict; `deny` = flagged. Its verdicts carry
+ * the results prompt's hash as their version.
  */
 import { Effect, Either, Schema } from "effect"
 import { Settings } from "../src/config/service.js"
@@ -24,6 +29,8 @@ export interface LlmJsonConfig {
   readonly timeout_s: number
   readonly temperature: number
   readonly extra_body: Record<string, unknown>
+  /** the prompt for rating tool results; null = this judge cannot screen results */
+  readonly results_prompt: LoadedPrompt | null
 }
 
 const LlmJsonSpec = (timeout_s: number) =>
@@ -34,7 +41,8 @@ const LlmJsonSpec = (timeout_s: number) =>
     guided_json: Schema.optionalWith(BooleanLike, { default: () => true }),
     timeout_s: Schema.optionalWith(PositiveNumber, { default: () => timeout_s }),
     temperature: Schema.optionalWith(NonNegativeNumber, { default: () => 0 }),
-    extra_body: Schema.optionalWith(JsonObject, { default: () => ({}) })
+    extra_body: Schema.optionalWith(JsonObject, { default: () => ({}) }),
+    results_prompt: Schema.optional(NonEmptyString)
   })
 
 /** Check and default an `llm_json` spec; a prompt path is resolved against `root`. */
@@ -47,7 +55,11 @@ export const decodeLlmJsonConfig = (
   Effect.gen(function* () {
     const c = yield* decodeSpec(name, spec, LlmJsonSpec(defaults.timeout_s))
     const prompt = yield* Either.mapLeft(loadPrompt(c.prompt, root), (reason) => new JudgeConfigError({ judge: name, path: "prompt", reason }))
-    return { ...c, prompt, extra_body: { ...c.extra_body } }
+    const results_prompt =
+      c.results_prompt === undefined
+        ? null
+        : yield* Either.mapLeft(loadPrompt(c.results_prompt, root), (reason) => new JudgeConfigError({ judge: name, path: "results_prompt", reason }))
+    return { ...c, prompt, results_prompt, extra_body: { ...c.extra_body } }
   })
 
 /** The JSON schema the reply is constrained to; `reason` first so the model explains before deciding. */
@@ -79,11 +91,18 @@ export const renderCall = (call: ToolCallView): string =>
  * `guided_json`, `response_format`.
  */
 export const llmJsonPayload = (config: LlmJsonConfig, call: ToolCallView): Record<string, unknown> =>
+  verdictPayload(config, config.prompt, renderCall(call))
+
+/** The user message of a result screen: the tool result the agent is about to read. */
+export const renderResult = (text: string): string => ["Tool result:", text, "", "Return the JSON verdict."].join("\n")
+
+/** A verdict request: `system` as the system prompt, `user` as the one user message. */
+const verdictPayload = (config: LlmJsonConfig, system: LoadedPrompt, user: string): Record<string, unknown> =>
   withExtraBody(
     {
       messages: [
-        { role: "system", content: config.prompt.text },
-        { role: "user", content: renderCall(call) }
+        { role: "system", content: system.text },
+        { role: "user", content: user }
       ],
       temperature: config.temperature,
       max_tokens: config.max_tokens,
@@ -96,9 +115,9 @@ export const llmJsonPayload = (config: LlmJsonConfig, call: ToolCallView): Recor
 
 export const makeLlmJsonJudge = (upstreams: UpstreamsShape, name: string, config: LlmJsonConfig): Judge => {
   const id: JudgeIdentity = { judge: name, kind: "llm_json", model: config.model, version: config.prompt.version }
-  const rule = (call: ToolCallView, ctx: JudgeContext) =>
+  const ask = (who: JudgeIdentity, payload: Record<string, unknown>, ctx: JudgeContext) =>
     Effect.gen(function* () {
-      const reply = yield* callJudgeModel(upstreams, name, config.model, llmJsonPayload(config, call), {
+      const reply = yield* callJudgeModel(upstreams, name, config.model, payload, {
         timeout_s: config.timeout_s,
         requestId: ctx.requestId
       })
@@ -114,7 +133,7 @@ export const makeLlmJsonJudge = (upstreams: UpstreamsShape, name: string, config
         })
       }
       const v = parsed.right
-      return decided(id, v.decision, {
+      return decided(who, v.decision, {
         category: v.category,
         reason: v.reason,
         raw: reply.content,
@@ -123,7 +142,12 @@ export const makeLlmJsonJudge = (upstreams: UpstreamsShape, name: string, config
         temperature: config.temperature
       })
     })
-  return { ...id, cacheable: true, rule }
+  const rule = (call: ToolCallView, ctx: JudgeContext) => ask(id, llmJsonPayload(config, call), ctx)
+  const rp = config.results_prompt
+  if (rp === null) return { ...id, cacheable: true, rule }
+  const screenId: JudgeIdentity = { ...id, version: rp.version }
+  const screen = (text: string, ctx: JudgeContext) => ask(screenId, verdictPayload(config, rp, renderResult(text)), ctx)
+  return { ...id, cacheable: true, rule, screen }
 }
 
 export const llmJsonPlugin: JudgeKindPlugin<Upstreams | Settings> = Effect.gen(function* () {

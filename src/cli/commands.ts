@@ -7,6 +7,7 @@ import { auditCommand, auditSubcommands } from "./audit.js"
 import { demoCommand } from "./demo.js"
 import { fakeVllmCommand } from "./fake-vllm.js"
 import { cliTree, type HasDescriptor } from "./help.js"
+import { mcpCommand, mcpSubcommands } from "./mcp.js"
 import { mergeCommand } from "./merge.js"
 import { policyCommand, policySubcommands } from "./policy.js"
 import { proxyCommand } from "./proxy.js"
@@ -20,7 +21,7 @@ import { splitCommand } from "./split.js"
 import { verifyAuditCommand } from "./verify-audit.js"
 import { verifyResultsCommand } from "./verify-results.js"
 
-const subcommands = [proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, verifyResultsCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, mergeCommand, scoreCommand, replayCommand, reportCommand, policyCommand] as const
+const subcommands = [proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, verifyResultsCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, mergeCommand, scoreCommand, replayCommand, reportCommand, policyCommand, mcpCommand] as const
 
 export const root = Command.make("vetobench").pipe(
   Command.withDescription("test bench for the tool-call trust boundary"),
@@ -31,7 +32,8 @@ export const root = Command.make("vetobench").pipe(
 const groups = new Map<unknown, ReadonlyArray<HasDescriptor>>([
   [auditCommand, auditSubcommands],
   [scenariosCommand, scenariosSubcommands],
-  [policyCommand, policySubcommands]
+  [policyCommand, policySubcommands],
+  [mcpCommand, mcpSubcommands]
 ])
 
 export const tree = cliTree(root, subcommands.map((c) => cliTree(c, (groups.get(c) ?? []).map((s) => cliTree(s)))))

@@ -4,6 +4,7 @@
  * and verifies the audit chain. The enforce arm's answer names the record of its denied call
  * (`x-vetobench-record`); once the proxy has closed the log, the demo writes that record's inclusion
  * receipt (`<out>/<time>/receipts/`). The experiment's outputs are bound to its results log.
+ * Then the MCP part (demo-mcp.ts): one allowed and one denied `tools/call` through the MCP gate.
  * `--wire responses|messages` makes the agent (the scripted session and the experiment's) speak the
  * Responses or the Messages API instead of chat completions (demo-wire.ts).
  */
@@ -24,6 +25,7 @@ import { proxyLayer } from "../proxy/live.js"
 import { ProxyServer } from "../proxy/server.js"
 import { CPU_JUDGE, cpuJudgeOption, cpuJudgeSpec } from "./demo-cpu-judge.js"
 import { runDemoExperiment } from "./demo-experiment.js"
+import { MCP_RUN, runDemoMcp } from "./demo-mcp.js"
 import { wireLabel, wireOption, wireTurn } from "./demo-wire.js"
 import { cliCommand } from "../shell/hint.js"
 import { CliFailure, configOption, withShownDefault } from "./options.js"
@@ -183,6 +185,11 @@ export const demoCommand = Command.make("demo", { config: configOption, out, qui
     })
     yield* Console.log(`\nthe denied call's answer said x-vetobench-record: ${denied[0] ?? `${run},${seq}`}; its receipt (record ${seq} in the signed tree of ${receipt.tree_size}): ${receiptFile}`)
     yield* Console.log(`check it anywhere, without the log: ${cliCommand("audit", "verify-receipt", receiptFile, "--pubkey", keys.publicKey)}`)
+    // the MCP part: one allowed and one denied tools/call through the MCP gate (demo-mcp.ts)
+    const mcpAudit = path.join(dir, "audit-mcp")
+    yield* runDemoMcp(settings, mcpAudit)
+    const mcpReports = yield* verifyFiles([path.join(mcpAudit, auditFileName(MCP_RUN))], { pubkey: keys.publicKey })
+    if (mcpReports.some((r) => r.status !== "ok")) return yield* new CliFailure({ message: "the demo's MCP audit log did not verify" })
     if (report !== null) {
       const runDir = path.dirname(report.json)
       const logs = readdirSync(settings.proxy.audit_dir).filter((f) => f.endsWith(".jsonl") && !f.endsWith(".anchor.jsonl")).map((f) => path.join(settings.proxy.audit_dir, f))

@@ -7,6 +7,8 @@
  * judge kinds validate the rest at start-up.
  */
 import { Effect, Either, Redacted } from "effect"
+import { defaultMcpSettings, type McpSettings, mcpSection } from "../mcp/settings.js"
+import { defaultScreeningSettings, type ScreeningSettings, screeningSection } from "../screening/settings.js"
 import * as path from "node:path"
 import { DEFAULT_REFUSAL_TEMPLATE } from "../domain/refusal.js"
 import * as D from "./decode.js"
@@ -115,6 +117,10 @@ export interface Settings {
   readonly scoring: ScoringSettings
   readonly audit: AuditSettings
   readonly telemetry: TelemetrySettings
+  /** MCP servers the gate fronts (src/mcp/settings.ts, docs/mcp.md) */
+  readonly mcp: McpSettings
+  /** the result screen (src/screening/settings.ts, docs/judges.md) */
+  readonly screening: ScreeningSettings
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,6 +191,8 @@ export interface SettingsOverrides {
   readonly scoring?: Partial<ScoringSettings>
   readonly audit?: Partial<AuditSettings>
   readonly telemetry?: Partial<TelemetrySettings>
+  readonly mcp?: Partial<McpSettings>
+  readonly screening?: Partial<ScreeningSettings>
 }
 
 /**
@@ -211,7 +219,9 @@ export const defaultSettings = (root: string, overrides: SettingsOverrides = {})
     },
     scoring: { ...defaultScoringSettings, ...overrides.scoring },
     audit: { ...defaultAuditSettings, ...overrides.audit },
-    telemetry: { ...defaultTelemetrySettings, ...overrides.telemetry }
+    telemetry: { ...defaultTelemetrySettings, ...overrides.telemetry },
+    mcp: { ...defaultMcpSettings, ...overrides.mcp },
+    screening: { ...defaultScreeningSettings, ...overrides.screening }
   }
 }
 
@@ -376,7 +386,7 @@ const telemetrySection: D.Decoder<TelemetrySettings> = (n) =>
     }
   })
 
-const TOP_KEYS = ["upstreams", "aliases", "model_defaults", "judges", "proxy", "paths", "scoring", "audit", "telemetry"]
+const TOP_KEYS = ["upstreams", "aliases", "model_defaults", "judges", "proxy", "paths", "scoring", "audit", "telemetry", "mcp", "screening"]
 
 /**
  * Decodes a parsed settings document (the YAML value, before expansion). `file` labels errors;
@@ -401,7 +411,9 @@ export const decodeSettings = (
       paths: yield* f.get("paths", pathsSection, defaultPathsSettings(root)),
       scoring: yield* f.get("scoring", scoring, defaultScoringSettings),
       audit: yield* f.get("audit", auditSection, defaultAuditSettings),
-      telemetry: yield* f.get("telemetry", telemetrySection, defaultTelemetrySettings)
+      telemetry: yield* f.get("telemetry", telemetrySection, defaultTelemetrySettings),
+      mcp: yield* f.get("mcp", mcpSection, defaultMcpSettings),
+      screening: yield* f.get("screening", screeningSection, defaultScreeningSettings)
     }
   })
 

@@ -37,6 +37,8 @@ export interface CallEntry {
   readonly wire?: Wire
   /** which start of the episode's unit of work (`x-vetobench-attempt`, src/domain/attempt.ts); absent when not sent */
   readonly attempt?: number
+  /** the MCP server the call was bound for (`wire: mcp` only; the name under `mcp.servers`) */
+  readonly mcp_server?: string
   readonly choice_index: number
   readonly call_index: number
   readonly tool_call_id: string | null
@@ -112,7 +114,47 @@ export interface ScenarioApprovalEntry {
   readonly trials: number
 }
 
-export type AuditEntry = CallEntry | OutcomeEntry | ManifestEntry | ApprovalEntry | ScenarioApprovalEntry
+/**
+ * A result ruling (src/screening/): the result screen's verdict on one tool result the agent was
+ * about to read — a `tool` message, a `function_call_output` item or a `tool_result` block of an
+ * incoming request, or an MCP server's `tools/call` result. Joined to the call it answers by
+ * `tool_call_id` (the call record with the same id in the same episode). Never a call ruling:
+ * scoring counts call records only and counts flagged results separately.
+ */
+export interface ResultEntry {
+  readonly type: "result"
+  readonly run_id: string | null
+  readonly request_id: string
+  readonly episode_id: string | null
+  readonly session_id: string | null
+  readonly principal: string | null
+  readonly agent_model: string
+  readonly arm: "shadow" | "enforce"
+  /** the screening judge (`screening.judge`), not the call judge of the route */
+  readonly judge: string
+  readonly wire: Wire
+  /** which start of the episode's unit of work (`x-vetobench-attempt`); absent when not sent */
+  readonly attempt?: number
+  /** the MCP server that gave the result (`wire: mcp` only) */
+  readonly mcp_server?: string
+  /** the id of the call this result answers (`tool_call_id`, `call_id`, `tool_use_id`); null if it has none */
+  readonly tool_call_id: string | null
+  /** where the result is in the request: the index of its message (`messages[i]`, `input[i]`), and the content block in a Messages message (else null) */
+  readonly position: { readonly index: number; readonly block: number | null }
+  /** the text the judge rated (cut to `screening.max_chars`) */
+  readonly text: string
+  /** the result's whole text length in UTF-16 units (before the cut) */
+  readonly chars: number
+  readonly verdict: Verdict
+  /** the screen decided the result is a likely injection (deny or hold, or a failed judge under `fail_policy: closed`) */
+  readonly flagged: boolean
+  /** the agent got the notice instead of the result (enforce and flagged) */
+  readonly replaced: boolean
+  readonly fail_policy: "closed" | "open"
+  readonly screen_ms: number
+}
+
+export type AuditEntry = CallEntry | OutcomeEntry | ManifestEntry | ApprovalEntry | ScenarioApprovalEntry | ResultEntry
 
 /** An entry as written: with schema, position, time and the chain. */
 export type Sealed<E> = E & {
@@ -127,4 +169,7 @@ export type Sealed<E> = E & {
 export type AuditRecord = Sealed<AuditEntry>
 export type CallRecord = Sealed<CallEntry>
 
+export type ResultRecord = Sealed<ResultEntry>
+
 export const isCallRecord = (r: AuditRecord): r is CallRecord => r.type === "call"
+export const isResultRecord = (r: AuditRecord): r is ResultRecord => r.type === "result"

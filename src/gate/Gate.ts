@@ -1,6 +1,7 @@
 /**
  * The gate: one response in, one ruling per proposed call out. Rules all calls of a choice
- * concurrently (bounded by `proxy.max_concurrent_judges`, deadline `proxy.judge_timeout_s`), uses
+ * concurrently (bounded by `proxy.max_concurrent_judges`, deadline `proxy.judge_timeout_s`; a judge
+ * that answers in process, `Judge.inProcess`, takes neither slot nor deadline), uses
  * the verdict cache, maps judge failures through `fail_policy`, applies `hold_policy`, and writes
  * exactly one audit record per proposed call — also when the judge failed.
  *
@@ -43,6 +44,8 @@ export interface GateRequest {
   readonly arm: LoggedArm
   /** the wire format the calls came in (recorded; default `chat`) */
   readonly wire?: Wire
+  /** the MCP server the calls are bound for (`wire: mcp`; recorded as `mcp_server`) */
+  readonly mcpServer?: string
   readonly judge: string | null
   /** the request's (normalised) tools, for descriptions and schemas */
   readonly tools: ReadonlyArray<unknown> | undefined
@@ -163,6 +166,13 @@ export const make = Effect.gen(function* () {
       const hit = cache.get(key)
       if (Option.isSome(hit)) return Effect.succeed({ ...hit.value, cached: true, latency_ms: 0, usage: {} })
     }
+    const settle = (v: Verdict): Verdict => {
+      if (v.status !== "ok") metrics.judge(judge.judge).failed(v.status)
+      if (key !== null) cache.set(key, v)
+      return v
+    }
+    // an in-process judge finishes as soon as it runs: no slot to wait for, no deadline to arm
+    if (judge.inProcess === true) return Effect.map(timed(judge, call, ctx), settle)
     return timed(judge, call, ctx).pipe(
       slots.withPermits(1),
       Effect.timeoutTo({
@@ -170,12 +180,12 @@ export const make = Effect.gen(function* () {
         onTimeout: () => failed(judge, "timeout", `judge timed out after ${p.judge_timeout_s}s`),
         onSuccess: (v) => v
       }),
-      Effect.tap((v) => {
-        if (v.status !== "ok") metrics.judge(judge.judge).failed(v.status)
-        return key !== null ? Effect.sync(() => cache.set(key, v)) : Effect.void
-      })
+      Effect.map(settle)
     )
   }
+
+  /** every judge the ruling may call answers in process (the judge, or each layer of a composite) */
+  const inProcess = (judge: Judge): boolean => (judge.layers === undefined ? judge.inProcess === true : judge.layers.every((l) => l.inProcess === true))
 
   /** one `execute_tool` span around a call's ruling (tracing on): what was ruled and how, never the arguments */
   const tracedRuling = (ruling: Effect.Effect<Ruled>, req: GateRequest, judge: Judge, view: ToolCallView, raw: unknown): Effect.Effect<Ruled> => {
@@ -210,7 +220,8 @@ export const make = Effect.gen(function* () {
   }
 
   // A client that disconnects must not cost a record: the ruling runs in its own fiber, which the
-  // request's interruption does not reach (it is bounded by the judge deadline).
+  // request's interruption does not reach (it is bounded by the judge deadline), or, with judges
+  // that answer in process, uninterruptibly in the request's (see `ruleChoice`).
   /**
    * A composite judge runs its layers in order (each through the cache, a slot and the deadline);
    * the first deny or hold (after fail_policy) decides; `runAll` keeps going to measure every layer.
@@ -260,15 +271,32 @@ export const make = Effect.gen(function* () {
 
   // A defect while recording (a bug of ours, never a judge's: those are verdicts) must not let the
   // call through unrecorded: it fails like an audit write, and the proxy answers 503.
+  // With judges that answer in process and no hold that may wait for a person, the ruling cannot
+  // outlast its records' writes: it runs uninterruptibly in the caller's fiber instead of its own.
   const ruleChoice: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
-    Effect.forkDaemon(ruleAndRecord(req, choiceIndex, toolCalls)).pipe(
-      Effect.flatMap(Fiber.join),
+    (mayWait(req)
+      ? Effect.flatMap(Effect.forkDaemon(ruleAndRecord(req, choiceIndex, toolCalls)), Fiber.join)
+      : Effect.uninterruptible(ruleAndRecord(req, choiceIndex, toolCalls))
+    ).pipe(
       Effect.catchAllDefect((d) =>
         Effect.fail(
           new AuditWriteError({ file: audit.fileFor(req.context.runId), reason: `recording failed: ${defectMessage(Cause.die(d))}`, cause: d })
         )
       )
     )
+
+  /** the ruling may wait: on a judge that is not in process, or on a person (`hold_policy: wait`) */
+  const mayWait = (req: GateRequest): boolean => {
+    if (req.arm === "enforce" && p.hold_policy === "wait") return true
+    const judge = req.judge === null ? undefined : judges.get(req.judge)
+    return judge !== undefined && !inProcess(judge)
+  }
+
+  /** one call's ruling (a call no judge can read — arguments nested too deep — is ruled as a judge failure) */
+  const ruleOne = (req: GateRequest, judge: Judge, checked: ReturnType<typeof checkedToolCallView>, raw: unknown): Effect.Effect<Ruled> => {
+    const ruling = checked.problem === null ? ruleWith(judge, checked.view, req.context) : Effect.succeed(unreadable(judge, checked.problem))
+    return tracing ? tracedRuling(ruling, req, judge, checked.view, raw) : ruling
+  }
 
   const ruleAndRecord: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
     Effect.gen(function* () {
@@ -279,15 +307,9 @@ export const make = Effect.gen(function* () {
       const verdicts: ReadonlyArray<Ruled | null> =
         judge === undefined
           ? views.map(() => null)
-          : yield* Effect.forEach(
-              checked,
-              // a call no judge can read (arguments nested too deep) is ruled as a judge failure
-              ({ view, problem }, i) => {
-                const ruling = problem === null ? ruleWith(judge, view, req.context) : Effect.succeed(unreadable(judge, problem))
-                return tracing ? tracedRuling(ruling, req, judge, view, toolCalls[i]) : ruling
-              },
-              { concurrency: "unbounded" }
-            )
+          : checked.length === 1
+            ? [yield* ruleOne(req, judge, checked[0]!, toolCalls[0])]
+            : yield* Effect.forEach(checked, (c, i) => ruleOne(req, judge, c, toolCalls[i]), { concurrency: "unbounded" })
       const gateMs = judge === undefined ? 0 : round3(performance.now() - started)
       // one record per proposed call, in call order; a held call (hold_policy wait) is withheld
       // (`blocked: true`) until a person decides, recorded by a later `approval` record
@@ -313,6 +335,7 @@ export const make = Effect.gen(function* () {
           stream: req.stream,
           wire: req.wire ?? "chat",
           ...(attempt !== null ? { attempt } : {}),
+          ...(req.mcpServer !== undefined ? { mcp_server: req.mcpServer } : {}),
           choice_index: choiceIndex,
           call_index: i,
           tool_call_id: isObject(raw) && typeof raw.id === "string" ? raw.id : null,
@@ -328,11 +351,13 @@ export const make = Effect.gen(function* () {
         }
         records.push((yield* audit.append(req.context.runId, entry)) as CallRecord)
       }
-      const released = yield* Effect.forEach(
-        records,
-        (rec) => (waitForPerson && rec.effective_decision === "hold" ? awaitPerson(rec) : Effect.succeed(!rec.blocked)),
-        { concurrency: "unbounded" }
-      )
+      const released = waitForPerson && records.some((rec) => rec.effective_decision === "hold")
+        ? yield* Effect.forEach(
+            records,
+            (rec) => (rec.effective_decision === "hold" ? awaitPerson(rec) : Effect.succeed(!rec.blocked)),
+            { concurrency: "unbounded" }
+          )
+        : records.map((rec) => !rec.blocked)
       if (judge !== undefined) yield* commitAll(judge, views, req.context, released)
       return records.map((rec, i): CallRuling => {
         const blocked = !released[i]

@@ -24,6 +24,7 @@ import type { Settings as SettingsShape } from "../config/settings.js"
 import { signerFromPem } from "../domain/checkpoint.js"
 import * as Gate from "./Gate.js"
 import { Holds } from "./Holds.js"
+import { Screening } from "../screening/Screening.js"
 
 /** The file audit sink the settings describe (signing key loaded once, at start-up). */
 export const auditLayer = (settings: SettingsShape): Layer.Layer<AuditSink, AuditWriteError> =>
@@ -82,7 +83,7 @@ const countedAudit = (audit: Layer.Layer<AuditSink, AuditWriteError>): Layer.Lay
 
 /**
  * Everything the gate needs, without the HTTP server: provides `Gate`, `Judges`, `Settings`,
- * `Holds`, `Metrics`, `Telemetry`, `Upstreams` and the `AuditSink` the gate writes to (counted when
+ * `Holds`, `Screening`, `Metrics`, `Telemetry`, `Upstreams` and the `AuditSink` the gate writes to (counted when
  * metrics are on).
  */
 export const gateLayer = <R>(opts: GateLayerOptions<R>) => {
@@ -101,5 +102,7 @@ export const gateLayer = <R>(opts: GateLayerOptions<R>) => {
   const audit = countedAudit(opts.audit ?? auditLayer(opts.settings)).pipe(Layer.provide(metrics))
   const holds = Holds.layer
   const gate = Gate.layer.pipe(Layer.provide(Layer.mergeAll(judges, cache, audit, settings, holds, metrics, telemetry)))
-  return Layer.mergeAll(gate, judges, audit, settings, holds, metrics, telemetry).pipe(Layer.provideMerge(upstreams))
+  // the result screen (src/screening/): the same judges and audit sink as the gate
+  const screening = Screening.layer.pipe(Layer.provide(Layer.mergeAll(judges, audit, settings)))
+  return Layer.mergeAll(gate, judges, audit, settings, holds, metrics, telemetry, screening).pipe(Layer.provideMerge(upstreams))
 }

@@ -20,6 +20,7 @@ import { metricsRoute } from "./metrics-route.js"
 import { countBytes } from "./observe.js"
 import { requestMeta } from "./request-meta.js"
 import { PROXY_PATHS } from "./paths.js"
+import { mcpRoute } from "../mcp/http-route.js"
 
 /** the gated routes, by path: each answers errors in its own format's shape */
 const GATED: ReadonlyMap<string, WireFormat> = new Map([["/v1/chat/completions", chatFormat], ["/v1/messages", messagesFormat], ["/v1/responses", responsesFormat]])
@@ -41,7 +42,9 @@ export const router = HttpRouter.empty.pipe(
   HttpRouter.post("/v1/messages", gatedRoute(messagesFormat)),
   HttpRouter.post("/v1/responses", gatedRoute(responsesFormat)),
   HttpRouter.post("/v1/completions", completions),
-  holdRoutes
+  holdRoutes,
+  // the MCP gate over Streamable HTTP (POST, GET for the server's stream, DELETE to end a session)
+  HttpRouter.all("/mcp/:server/:arm", mcpRoute)
 )
 
 /** The app: every response carries `x-request-id`; proxy errors and unknown routes become JSON. */

@@ -7,6 +7,7 @@ import { errorBody } from "./errors.js"
 import { openAiUpstreamError, readChatBody } from "./forward.js"
 import type { WireFormat } from "./gated-route.js"
 import { gateChatText } from "./wire/chat.js"
+import { chatResults, replaceChatResult } from "./wire/tool-results.js"
 import { frame, gateSseStream } from "./wire/chat-sse.js"
 
 export const chatFormat: WireFormat = {
@@ -16,6 +17,8 @@ export const chatFormat: WireFormat = {
   normalise: (body, target) => {
     normaliseChatBody(body, target.model, target.defaults)
   },
+  results: chatResults,
+  replaceResult: replaceChatResult,
   tools: (body) => (Array.isArray(body.tools) ? body.tools : undefined),
   gateText: gateChatText,
   gateStream: gateSseStream,

@@ -19,6 +19,8 @@ import { ATTEMPT_HEADER, attemptOf } from "../domain/attempt.js"
 import { runIdProblem } from "../domain/run-id.js"
 import { didYouMean } from "../domain/suggest.js"
 import { Gate, type GateRequest, type GateShape } from "../gate/Gate.js"
+import type { ResultPosition, ToolResult } from "../screening/results.js"
+import { Screening } from "../screening/Screening.js"
 import { type AccessRecord, CurrentAccess, loggable } from "./access-log.js"
 import { type ProxyErrorCode, ProxyError } from "./errors.js"
 import { fromUpstreamError, readAll, relay } from "./forward.js"
@@ -50,6 +52,10 @@ export interface WireFormat {
   ) => Effect.Effect<Record<string, unknown> & { model: string }, ProxyError, HttpServerRequest.HttpServerRequest>
   /** set the upstream's model name, apply its `model_defaults` and the format's normalisation, in place */
   readonly normalise: (body: Record<string, unknown>, target: Target) => void
+  /** the request's tool results (`tool` messages, `function_call_output` items, `tool_result` blocks), for the result screen */
+  readonly results: (body: Record<string, unknown>) => ReadonlyArray<ToolResult>
+  /** put the screen's notice in place of the result at `position`, in place */
+  readonly replaceResult: (body: Record<string, unknown>, position: ResultPosition, notice: string) => void
   /** the request's tools in the chat function-tool shape the judges read (descriptions, schemas) */
   readonly tools: (body: Record<string, unknown>) => ReadonlyArray<unknown> | undefined
   /** a logged arm's 200 answer: the text the client gets and how many calls were removed */
@@ -138,6 +144,7 @@ export const gatedRoute = (format: WireFormat) =>
     const ruling = yield* Gate
     const gate = rec.observed ? countingGate(ruling, rec) : ruling
     const meta = yield* CurrentRequest
+    const screening = yield* Screening
     if (meta.runId !== null) {
       const problem = runIdProblem(meta.runId)
       if (problem !== null) return yield* new ProxyError({ code: "invalid_request", message: `x-vetobench-run: ${problem}` })
@@ -164,6 +171,11 @@ export const gatedRoute = (format: WireFormat) =>
     const stream = body.stream === true
     const request = gateRequest(format.wire, route, meta, target.model, format.tools(body), stream)
     const partial = settings.proxy.partial_refusal
+    // the result screen (src/screening/): the request's tool results, before it is forwarded
+    if (route.arm !== "passthrough" && screening.judge !== null) {
+      const rulings = yield* Effect.mapError(screening.screenResults({ arm: request.arm, wire: format.wire, context: request.context }, format.results(body)), auditFailed)
+      for (const r of rulings) if (r.replaced && r.notice !== null) format.replaceResult(body, r.result.position, r.notice)
+    }
 
     return yield* observedUpstream(upstreams, target, format.path, JSON.stringify(body), rec, stream, (res, release) =>
       Effect.gen(function* () {

@@ -9,6 +9,7 @@ import { Layer } from "effect"
 import { Metrics } from "../../layers/Metrics.js"
 import { Telemetry } from "../../layers/Telemetry.js"
 import { gateLayer, type GateLayerOptions } from "../gate/live.js"
+import { McpSessions } from "../mcp/http-route.js"
 import * as ProxyServer from "./server.js"
 
 export { auditLayer, gateLayer, type GateLayerOptions } from "../gate/live.js"
@@ -32,5 +33,5 @@ export const proxyLayer = <R>(opts: ProxyLayerOptions<R>) => {
     port: opts.port ?? opts.settings.proxy.port,
     graceSeconds: opts.settings.proxy.shutdown_grace_s,
     accessLog: opts.accessLog ?? false
-  }).pipe(Layer.provide(gateLayer({ ...opts, metrics, telemetry })))
+  }).pipe(Layer.provide(Layer.merge(gateLayer({ ...opts, metrics, telemetry }), McpSessions.layer)))
 }

@@ -12,6 +12,7 @@ import { readJsonBody } from "./forward.js"
 import type { WireFormat } from "./gated-route.js"
 import { gateMessagesText, messagesErrorBody, messagesErrorEvent, messagesUpstreamError } from "./wire/messages.js"
 import { gateMessagesStream } from "./wire/messages-sse.js"
+import { messagesResults, replaceMessagesResult } from "./wire/tool-results.js"
 
 const fieldError = (message: string) => Effect.fail(new ProxyError({ code: "invalid_request", message }))
 
@@ -68,6 +69,8 @@ export const messagesFormat: WireFormat = {
     body.model = target.model
     applyModelDefaults(body, target.defaults)
   },
+  results: messagesResults,
+  replaceResult: replaceMessagesResult,
   tools: messagesToolsForJudges,
   gateText: gateMessagesText,
   gateStream: gateMessagesStream,

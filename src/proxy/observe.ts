@@ -22,13 +22,13 @@ import { AccessLine, accessFields, type AccessRecord, CurrentAccess, newAccessRe
 import { ProxyError } from "./errors.js"
 import { withUpstream } from "./forward.js"
 import { requestIdOf } from "./request-meta.js"
-import { PROXY_PATHS } from "./paths.js"
+import { isMcpPath, MCP_ROUTE, PROXY_PATHS } from "./paths.js"
 
 /** the routes the proxy serves, as metric and log labels */
 
 /** A request path as a bounded label: a route of the proxy, `/v1/holds/:id`, or `unmatched`. */
 export const routeLabel = (path: string): string =>
-  PROXY_PATHS.has(path) ? path : path.startsWith("/v1/holds/") && path.indexOf("/", 10) < 0 ? "/v1/holds/:id" : "unmatched"
+  PROXY_PATHS.has(path) ? path : path.startsWith("/v1/holds/") && path.indexOf("/", 10) < 0 ? "/v1/holds/:id" : isMcpPath(path) ? MCP_ROUTE : "unmatched"
 
 const pathOf = (url: string): string => {
   const q = url.indexOf("?")

@@ -10,6 +10,7 @@ import { openAiUpstreamError, readJsonBody } from "./forward.js"
 import type { WireFormat } from "./gated-route.js"
 import { gateResponsesText, judgeTools, normaliseResponsesBody } from "./wire/responses.js"
 import { gateResponsesStream, responsesErrorEvent } from "./wire/responses-sse.js"
+import { responsesResults, replaceResponsesResult } from "./wire/tool-results.js"
 
 const fieldError = (message: string) => Effect.fail(new ProxyError({ code: "invalid_request", message }))
 
@@ -40,6 +41,8 @@ export const responsesFormat: WireFormat = {
   path: "responses",
   readBody: readResponsesBody,
   normalise: (body, target) => normaliseResponsesBody(body, target.model, target.defaults),
+  results: responsesResults,
+  replaceResult: replaceResponsesResult,
   tools: judgeTools,
   gateText: gateResponsesText,
   gateStream: gateResponsesStream,

@@ -645,6 +645,25 @@ const liveSections = (summary: Summary, layers: Section): Array<Section> => {
             ]
     }
   )
+  // the result screen (src/screening/): shown only when it flagged something
+  const screened = rows.filter(({ s }) => (s.flagged_results?.flagged ?? 0) > 0)
+  if (screened.length > 0) {
+    out.push({
+      id: "flagged-results",
+      level: 2,
+      title: "Flagged tool results (result screen, live audit; not calls)",
+      blocks: [
+        table(
+          ["model", "bench", "variant", "results screened", "flagged", "replaced", "episodes w/ flagged"],
+          screened.map(({ bench, model, s, variant }) => {
+            const f = s.flagged_results!
+            return [model, BENCH_LABEL[bench], variant.name, String(f.screened), String(f.flagged), String(f.replaced), String(f.episodes_with_flagged)]
+          }),
+          [3, 4, 5, 6]
+        )
+      ]
+    })
+  }
   return out
 }
 

@@ -108,6 +108,38 @@ export const callRecordOf = (v: unknown): CallRecord | null => {
   }
 }
 
+/**
+ * What scoring reads of a result ruling (`type: "result"`, src/screening/): never a call, so it is
+ * kept apart from the call records and only counted (flagged results per episode).
+ */
+export interface ScreenedResult {
+  readonly episode_id: string | null
+  readonly session_id: string | null
+  readonly attempt?: number
+  readonly tool_call_id: string | null
+  readonly flagged: boolean
+  readonly replaced: boolean
+}
+
+/** A result ruling from a parsed audit line, or null when the line is not one. */
+export const resultRecordOf = (v: unknown): ScreenedResult | null => {
+  if (!isObject(v) || v.type !== "result" || typeof v.hash !== "string" || typeof v.flagged !== "boolean") return null
+  return {
+    episode_id: str(v.episode_id),
+    session_id: str(v.session_id),
+    tool_call_id: str(v.tool_call_id),
+    flagged: v.flagged,
+    replaced: v.replaced === true,
+    ...(typeof v.attempt === "number" && Number.isSafeInteger(v.attempt) && v.attempt > 0 ? { attempt: v.attempt } : {})
+  }
+}
+
+/** The result rulings of audit files, in file order (other record types and bad lines skipped). */
+export const readResultRecords = (files: ReadonlyArray<string>): Effect.Effect<Array<ScreenedResult>, ScoringReadError> =>
+  Effect.map(Effect.forEach(files, (f) => readJsonLines(f)), (lists) =>
+    lists.flat().map(resultRecordOf).filter((r): r is ScreenedResult => r !== null)
+  )
+
 /** The call records of an audit file, in file order (other record types and bad lines skipped). */
 export const readCallRecords = (file: string): Effect.Effect<Array<CallRecord>, ScoringReadError> =>
   Effect.map(readJsonLines(file), (values) => values.map(callRecordOf).filter((r): r is CallRecord => r !== null))

@@ -173,6 +173,20 @@ export interface LiveJudgeStats {
   readonly layers: ReadonlyArray<{ readonly judge: string; readonly latency: Latency }> | null
   /** by judge name (a layered judge: by layer), from each verdict's `usage` */
   readonly judge_tokens: Readonly<Record<string, JudgeTokens>>
+  /** the result screen's rulings (`type: "result"` records, final attempts); absent when the audit files hold none */
+  readonly flagged_results?: FlaggedResults
+}
+
+/** Tool results the result screen rated (src/screening/), counted apart from the calls. */
+export interface FlaggedResults {
+  /** result rulings */
+  readonly screened: number
+  /** results flagged (deny or hold, or a failed judge under fail_policy closed) */
+  readonly flagged: number
+  /** flagged results the agent got the notice for instead (enforce) */
+  readonly replaced: number
+  /** episodes with at least one flagged result */
+  readonly episodes_with_flagged: number
 }
 
 // ---------------------------------------------------------------------------------------------

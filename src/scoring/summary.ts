@@ -37,7 +37,8 @@ import { auditFilesFor, baselineVariant, readCallRecordsOf, replayFile } from ".
 import { type AsbToolNames, loadAsbToolNames, readAsbShards, readAsbUsage, shardFiles } from "./asb-results.js"
 import { costRow, type Prices } from "./cost.js"
 import { asbenchFinal, asbFinal, currentCalls, type FinalAttempt, loadAsbAttempts } from "./current.js"
-import { readJson, readJsonLines } from "./files.js"
+import { readJson, readJsonLines, readResultRecords, type ScreenedResult } from "./files.js"
+import { flaggedResults } from "./flagged-results.js"
 import { headlineOf, placeholderLabels } from "./headline.js"
 import { decisionsByJudge, evalAsbenchJudge, evalAsbJudge, readReplayLines } from "./judge-eval.js"
 import {
@@ -119,6 +120,8 @@ interface Logged {
   readonly stale: number
   /** left-out records per session ("" = none) */
   readonly staleBySession: ReadonlyMap<string, number>
+  /** the result screen's rulings of the final attempts (never calls) */
+  readonly results: ReadonlyArray<ScreenedResult>
 }
 
 const key = (...parts: ReadonlyArray<string>): string => parts.join("\u0000")
@@ -208,7 +211,8 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
             const kept = new Set(current)
             const staleBySession = new Map<string, number>()
             for (const r of all) if (!kept.has(r)) staleBySession.set(r.session_id ?? "", (staleBySession.get(r.session_id ?? "") ?? 0) + 1)
-            out = { files, current, stale: all.length - current.length, staleBySession }
+            const screened = (yield* attempt(readResultRecords(files), `result rulings in ${files.join(", ")}`)) ?? []
+            out = { files, current, stale: all.length - current.length, staleBySession, results: currentCalls(screened, yield* finalFor(bench, model, v)) }
           }
         }
         logged.set(k, out)
@@ -222,7 +226,8 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
         for (const v of exp.variants.filter(judged)) {
           const l = yield* loggedOf(bench, model, v)
           if (l === null) continue
-          byBench[bench][v.name] = liveJudgeStats(l.current, { variant: v.name, judge: v.judge, audit_files: l.files, stale: l.stale })
+          const stats = liveJudgeStats(l.current, { variant: v.name, judge: v.judge, audit_files: l.files, stale: l.stale })
+          byBench[bench][v.name] = l.results.length === 0 ? stats : { ...stats, flagged_results: flaggedResults(l.results) }
         }
       }
       live[model] = byBench

@@ -99,9 +99,9 @@ describe("vetobench … --help", () => {
       "proxy", "smoke", "demo", "verify-audit", "verify-results", "audit keygen", "audit manifest", "audit outcomes", "audit prove",
       "audit verify-receipt", "audit score", "fake-vllm", "split",
       "scenarios run", "scenarios replay", "scenarios approve", "scenarios verify", "run", "merge", "score", "replay", "report",
-      "policy skeleton", "policy lint"
+      "policy skeleton", "policy lint", "mcp stdio"
     ])
-    expect([...helps.keys()].filter((c) => !c.includes(" ") && c !== "" && !commands.includes(c))).toEqual(["audit", "scenarios", "policy"])
+    expect([...helps.keys()].filter((c) => !c.includes(" ") && c !== "" && !commands.includes(c))).toEqual(["audit", "scenarios", "policy", "mcp"])
   })
 
   it("the bundle prints the same help on a pipe: plain text, exit 0, nothing on stderr", async () => {

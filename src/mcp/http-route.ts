@@ -1,0 +1,162 @@
+/**
+ * `/mcp/<server>/<arm>`: the MCP gate over Streamable HTTP, served by the proxy next to `/v1`.
+ *
+ * Mounted in the Effect router (so the access log, metrics and request ids cover it) and handed to
+ * the SDK's `StreamableHTTPServerTransport` on Node's own request and response
+ * (`NodeHttpServerRequest.toIncomingMessage`/`toServerResponse`): the transport writes the answer
+ * (JSON or an SSE stream) itself; the route waits until the response is finished and returns its
+ * status, which the platform then leaves alone (the Node response has ended).
+ *
+ * One gated session per MCP session: an `initialize` without `mcp-session-id` opens one (a new
+ * transport to the configured server, src/mcp/session.ts); later requests carry the id. The
+ * session's `x-vetobench-run`, `-episode`, `-principal` are read from its `initialize` request;
+ * the episode is the MCP session id unless `x-vetobench-episode` is given. A `DELETE` or the
+ * proxy's shutdown ends the session and its server.
+ *
+ * Errors the gate answers itself are JSON-RPC error objects (the shape an MCP client reads): an
+ * unknown server or a bad arm 404/400, an unknown session 404, a bad run id 400.
+ */
+import { randomUUID } from "node:crypto"
+import type { ServerResponse } from "node:http"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import { ErrorCode } from "@modelcontextprotocol/sdk/types.js"
+import { Context, Effect, Layer, Runtime } from "effect"
+import { Judges } from "../../judges/Judges.js"
+import { Settings } from "../config/service.js"
+import { runIdProblem } from "../domain/run-id.js"
+import { CurrentAccess } from "../proxy/access-log.js"
+import { CurrentRequest } from "../proxy/gated-route.js"
+import type { Bridge } from "./bridge.js"
+import { parseArm } from "./arm.js"
+import { gatedSession, type ResultScreen } from "./session.js"
+import { upstreamTransport } from "./upstream.js"
+
+interface OpenSession {
+  readonly server: string
+  readonly arm: string
+  readonly transport: StreamableHTTPServerTransport
+  readonly bridge: Bridge
+}
+
+export interface McpSessionsShape {
+  readonly sessions: Map<string, OpenSession>
+  /** replaces the result screen of the settings (src/mcp/screen.ts) for every session; undefined: that screen */
+  readonly screen: ResultScreen | undefined
+}
+
+/** The open MCP sessions of the proxy; closed (with their servers) when the proxy stops. */
+export class McpSessions extends Context.Tag("vetobench/McpSessions")<McpSessions, McpSessionsShape>() {
+  static readonly make = (screen?: ResultScreen): Layer.Layer<McpSessions> =>
+    Layer.scoped(
+      McpSessions,
+      Effect.acquireRelease(
+        Effect.sync((): McpSessionsShape => ({ sessions: new Map(), screen })),
+        (s) => Effect.promise(() => Promise.all([...s.sessions.values()].map((o) => o.bridge.close()))).pipe(Effect.asVoid)
+      )
+    )
+  static readonly layer: Layer.Layer<McpSessions> = McpSessions.make()
+}
+
+const rpcError = (status: number, code: number, message: string) =>
+  HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code, message }, id: null }, { status })
+
+/** Resolves with the response's status once the transport has finished it (or the client went away). */
+const finished = (res: ServerResponse): Promise<number> =>
+  new Promise((resolve) => {
+    if (res.writableEnded) return resolve(res.statusCode)
+    res.once("close", () => resolve(res.statusCode))
+  })
+
+const isInitialize = (body: unknown): boolean =>
+  (Array.isArray(body) ? body : [body]).some((m) => typeof m === "object" && m !== null && (m as { method?: unknown }).method === "initialize")
+
+const readJson = (req: HttpServerRequest.HttpServerRequest) =>
+  req.method === "POST" ? Effect.option(req.json) : Effect.succeedNone
+
+export const mcpRoute = Effect.gen(function* () {
+  const req = yield* HttpServerRequest.HttpServerRequest
+  const params = yield* HttpRouter.params
+  const access = yield* CurrentAccess
+  const meta = yield* CurrentRequest
+  const settings = yield* Settings
+  const judges = yield* Judges
+  const { sessions, screen } = yield* McpSessions
+  const name = params.server ?? ""
+  const armSpec = params.arm ?? ""
+  const arm = parseArm(armSpec)
+  if ("_tag" in arm) {
+    access.error = "invalid_arm"
+    return rpcError(400, ErrorCode.InvalidRequest, arm.message)
+  }
+  access.arm = arm.arm
+  access.judge = arm.judge
+  access.model = `mcp:${name}`
+  const server = Object.hasOwn(settings.mcp.servers, name) ? settings.mcp.servers[name] : undefined
+  if (server === undefined) {
+    access.error = "unknown_mcp_server"
+    return rpcError(404, ErrorCode.InvalidRequest, `unknown MCP server '${name}' (configured: ${Object.keys(settings.mcp.servers).join(", ") || "none"})`)
+  }
+  if (arm.judge !== null && !judges.names.includes(arm.judge)) {
+    access.error = "unknown_judge"
+    return rpcError(400, ErrorCode.InvalidRequest, `unknown judge '${arm.judge}' (configured: ${judges.names.join(", ")})`)
+  }
+  const nodeReq = NodeHttpServerRequest.toIncomingMessage(req)
+  const nodeRes = NodeHttpServerRequest.toServerResponse(req)
+  nodeRes.setHeader("x-request-id", meta.requestId)
+  const sid = req.headers["mcp-session-id"]
+  if (sid !== undefined) {
+    const open = sessions.get(sid)
+    if (open === undefined || open.server !== name || open.arm !== armSpec) {
+      access.error = "unknown_session"
+      return rpcError(404, ErrorCode.ConnectionClosed, `no MCP session ${JSON.stringify(sid.slice(0, 80))} on /mcp/${name}/${armSpec}: initialize a new one`)
+    }
+    const body = yield* readJson(req)
+    const status = yield* Effect.promise(() => open.transport.handleRequest(nodeReq, nodeRes, body._tag === "Some" ? body.value : undefined).then(() => finished(nodeRes)))
+    return HttpServerResponse.empty({ status })
+  }
+  const body = yield* readJson(req)
+  if (req.method !== "POST" || body._tag === "None" || !isInitialize(body.value)) {
+    access.error = "no_session"
+    return rpcError(400, ErrorCode.InvalidRequest, "no mcp-session-id: start with an initialize request (POST)")
+  }
+  if (meta.runId !== null) {
+    const problem = runIdProblem(meta.runId)
+    if (problem !== null) {
+      access.error = "invalid_run_id"
+      return rpcError(400, ErrorCode.InvalidRequest, `x-vetobench-run: ${problem}`)
+    }
+  }
+  access.runId = meta.runId
+  const sessionId = randomUUID()
+  const runtime = yield* Effect.runtime<never>()
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => sessionId })
+  const bridge = yield* gatedSession({
+    upstream: upstreamTransport(server),
+    client: transport,
+    callTimeoutS: settings.mcp.call_timeout_s,
+    ...(screen !== undefined ? { screen } : {}),
+    warn: (line) => void Runtime.runFork(runtime)(Effect.logWarning(line)),
+    session: {
+      server: name,
+      arm,
+      agentModel: `mcp:${name}`,
+      runId: meta.runId,
+      episodeId: meta.episodeId ?? sessionId,
+      sessionId,
+      principal: meta.principal,
+      headers: meta.headers
+    }
+  })
+  const started = yield* Effect.promise(() => bridge.start().then(() => null, (e: unknown) => (e instanceof Error ? e.message : String(e))))
+  if (started !== null) {
+    access.error = "mcp_server_unavailable"
+    yield* Effect.promise(() => bridge.close())
+    return rpcError(502, ErrorCode.ConnectionClosed, `cannot start MCP server '${name}': ${started}`)
+  }
+  sessions.set(sessionId, { server: name, arm: armSpec, transport, bridge })
+  void bridge.closed.then(() => sessions.delete(sessionId))
+  const status = yield* Effect.promise(() => transport.handleRequest(nodeReq, nodeRes, body.value).then(() => finished(nodeRes)))
+  return HttpServerResponse.empty({ status })
+})
