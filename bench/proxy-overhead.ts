@@ -7,7 +7,12 @@
  * the same run; we report added p50/p99 latency and the proxy's CPU per request (utime+stime from
  * /proc/<pid>/stat over the measured requests). Results go to docs/performance.md.
  *
- *   npm run build && npx tsx bench/proxy-overhead.ts [--requests 10000] [--warmup 2000] [--write]
+ * `--bare` also runs bench/bare-gate.ts (a bare node:http gate doing the same work for the chat
+ * route) and reports veto-proxy's CPU per request as a multiple of it; `--paced` adds, per route,
+ * the CPU per request at ~29 requests/s one at a time (the rate of a real benchmark run), where idle
+ * costs (timers, wake-ups) show. Issue 23's targets are stated against these two figures.
+ *
+ *   npm run build && npx tsx bench/proxy-overhead.ts [--requests 10000] [--warmup 2000] [--bare] [--paced] [--write]
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, existsSync } from "node:fs"
@@ -24,13 +29,18 @@ const WARMUP = arg("warmup", 2_000)
 const CONCURRENCY = 16
 const UNLOADED = 1_000
 const WRITE = process.argv.includes("--write")
+const BARE = process.argv.includes("--bare")
+const PACED = process.argv.includes("--paced")
+const PACED_RATE = 29
+const PACED_REQUESTS = arg("paced-requests", 300)
 const CLI = path.resolve("dist/cli.mjs")
 const TICKS_PER_SECOND = 100
 
-const start = (args: ReadonlyArray<string>, ready: RegExp) =>
+const start = (args: ReadonlyArray<string>, ready: RegExp, script = CLI) =>
   new Promise<{ proc: ChildProcess; match: RegExpMatchArray }>((resolve, reject) => {
     const nodeArgs = args[0] === "proxy" ? (process.env.BENCH_PROXY_NODE_ARGS ?? "").split(" ").filter(Boolean) : []
-    const proc = spawn(process.execPath, [...nodeArgs, CLI, ...args], { stdio: ["ignore", "pipe", "inherit"] })
+    const entry = script === CLI ? [CLI] : ["--import", "tsx", script]
+    const proc = spawn(process.execPath, [...nodeArgs, ...entry, ...args], { stdio: ["ignore", "pipe", "inherit"] })
     let out = ""
     let started = false
     proc.stdout!.on("data", (b: Buffer) => {
@@ -115,10 +125,33 @@ const load = async (pool: Pool, pathname: string, payload: string, n: number, co
   return lat
 }
 
+/** `n` requests one at a time at `rate` per second (start to start) */
+const paced = async (pool: Pool, pathname: string, payload: string, n: number, rate: number) => {
+  const gap = 1000 / rate
+  const t0 = performance.now()
+  for (let i = 0; i < n; i++) {
+    const wait = t0 + i * gap - performance.now()
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+    await load(pool, pathname, payload, 1, 1)
+  }
+}
+
+/** CPU ms per request of process `pid` over `run` */
+const cpuPer = async (pid: number, n: number, run: () => Promise<unknown>) => {
+  const before = cpuTicks(pid)
+  await run()
+  return ((cpuTicks(pid) - before) / TICKS_PER_SECOND / n) * 1000
+}
+
 interface Row {
   mode: string
   route: string
   stream: boolean
+  /** the bare gate's CPU per request (chat route, `--bare`) */
+  bareCpuMs?: number
+  /** CPU per request at ~29 requests/s (`--paced`) */
+  pacedCpuMs?: number
+  barePacedCpuMs?: number
   unloadedAdded: number
   directP50: number
   directP99: number
@@ -137,6 +170,10 @@ const main = async () => {
   const proxy = await start(["proxy", "-c", config], /veto-proxy (http:\/\/127\.0\.0\.1:\d+)\/v1/)
   const direct = new Pool(fake.match[1]!, { connections: CONCURRENCY })
   const viaProxy = new Pool(proxy.match[1]!, { connections: CONCURRENCY })
+  const bare = BARE
+    ? await start(["--upstream", `${fake.match[1]}/v1`, "--audit", path.join(dir, "bare.jsonl")], /bare gate (http:\/\/127\.0\.0\.1:\d+)/, path.resolve("bench/bare-gate.ts"))
+    : null
+  const viaBare = bare === null ? null : new Pool(bare.match[1]!, { connections: CONCURRENCY })
   const rows: Array<Row> = []
   try {
     for (const [kind, stream] of [["JSON, one tool call", false], ["SSE, one tool call (gated)", true]] as const) {
@@ -153,10 +190,22 @@ const main = async () => {
         // one request at a time: the latency the proxy adds when nothing queues
         const d1 = await load(direct, route.path, plain, UNLOADED, 1)
         const p1 = await load(viaProxy, route.path, gated, UNLOADED, 1)
+        let bareCpuMs: number | undefined
+        let barePacedCpuMs: number | undefined
+        let pacedCpuMs: number | undefined
+        if (viaBare !== null && bare !== null && route.name === "chat") {
+          await load(viaBare, route.path, plain, WARMUP)
+          bareCpuMs = await cpuPer(bare.proc.pid!, REQUESTS, () => load(viaBare, route.path, plain, REQUESTS))
+          if (PACED) barePacedCpuMs = await cpuPer(bare.proc.pid!, PACED_REQUESTS, () => paced(viaBare, route.path, plain, PACED_REQUESTS, PACED_RATE))
+        }
+        if (PACED) pacedCpuMs = await cpuPer(proxy.proc.pid!, PACED_REQUESTS, () => paced(viaProxy, route.path, gated, PACED_REQUESTS, PACED_RATE))
         rows.push({
           mode,
           route: route.name,
           stream,
+          ...(bareCpuMs !== undefined ? { bareCpuMs } : {}),
+          ...(barePacedCpuMs !== undefined ? { barePacedCpuMs } : {}),
+          ...(pacedCpuMs !== undefined ? { pacedCpuMs } : {}),
           unloadedAdded: percentile(p1, 50) - percentile(d1, 50),
           directP50: percentile(d, 50),
           directP99: percentile(d, 99),
@@ -169,6 +218,8 @@ const main = async () => {
   } finally {
     await direct.close()
     await viaProxy.close()
+    await viaBare?.close()
+    bare?.proc.kill("SIGTERM")
     proxy.proc.kill("SIGTERM")
     fake.proc.kill("SIGTERM")
   }
@@ -186,11 +237,27 @@ const main = async () => {
         `| ${r.mode} | ${f(r.cpuMs)} ms | ${vsChat(r)} | ${f(r.unloadedAdded)} ms | ${f(r.directP50)} ms | ${f(r.directP99)} ms | ${f(r.proxyP50)} ms | ${f(r.proxyP99)} ms | ${f(r.proxyP50 - r.directP50)} ms | ${f(r.proxyP99 - r.directP99)} ms |`
     )
   ].join("\n")
+  // issue 23's figures: veto-proxy's CPU per request as a multiple of the bare gate's, saturated and paced
+  const bareChat = (stream: boolean) => rows.find((x) => x.route === "chat" && x.stream === stream)
+  const times = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? `${(a / b).toFixed(1)}×` : "—")
+  const ms = (x: number | undefined) => (x === undefined ? "—" : `${f(x)} ms`)
+  const bareTable =
+    BARE || PACED
+      ? [
+          "",
+          `| mode | proxy CPU, saturated | vs bare gate (chat) | proxy CPU, paced ~${PACED_RATE}/s | bare gate, paced |`,
+          "|---|---|---|---|---|",
+          ...rows.map((r) => {
+            const b = bareChat(r.stream)
+            return `| ${r.mode} | ${f(r.cpuMs)} ms | ${times(r.cpuMs, b?.bareCpuMs)} (bare ${ms(b?.bareCpuMs)}) | ${ms(r.pacedCpuMs)} | ${ms(b?.barePacedCpuMs)} |`
+          })
+        ].join("\n")
+      : ""
   const section = [
     "<!-- proxy-overhead:start -->",
     `Run ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model.trim() ?? "cpu"}, Node ${process.version}; ${REQUESTS} measured requests per mode after ${WARMUP} warm-up, concurrency ${CONCURRENCY} (and ${UNLOADED} requests one at a time for the unloaded figure); enforce arm, static \`allow-all\` judge, audit on (one fsynced record per call).`,
     "",
-    table,
+    bareTable === "" ? table : `${table}\n${bareTable}`,
     "<!-- proxy-overhead:end -->"
   ].join("\n")
   console.log(section)
