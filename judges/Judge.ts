@@ -74,4 +74,12 @@ export interface Judge extends JudgeIdentity {
    * `screening.max_chars`. A judge without it cannot be named by `screening.judge`.
    */
   readonly screen?: (text: string, ctx: JudgeContext) => Effect.Effect<Verdict, JudgeError>
+  /**
+   * Optional, for judges that know which tools they would never allow, whatever the arguments (the
+   * `rule` kind in `mode: scope`: the policy's inventory and grant, narrowed by the caller's
+   * scopes; a `layered` judge when every layer that has it grants the tool). False = this judge
+   * denies every call of `toolName` under `ctx`. The MCP gate's enforce arm hides such tools from
+   * `tools/list` (src/mcp/hide-tools.ts). Pure and synchronous; it must not throw.
+   */
+  readonly grants?: (toolName: string, ctx: JudgeContext) => boolean
 }

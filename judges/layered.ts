@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto"
 import { Effect, Schema } from "effect"
 import { failed } from "../src/domain/verdict.js"
-import { type Judge, JudgeConfigError } from "./Judge.js"
+import { type Judge, JudgeConfigError, type JudgeContext } from "./Judge.js"
 import type { JudgeKind, JudgeKindPlugin } from "./registry.js"
 import { BooleanLike, decodeSpec, NonEmptyString } from "./spec-schema.js"
 
@@ -36,11 +36,15 @@ export const LayeredKind: JudgeKind = {
         .digest("hex")
         .slice(0, 16)}`
       const id = { judge: name, kind: "layered", model: null, version }
+      // a tool is granted when every layer that can say so grants it (no such layer: no `grants`)
+      const granting = layers.flatMap((l) => (l.grants !== undefined ? [l.grants] : []))
+      const grants = granting.length === 0 ? undefined : (toolName: string, ctx: JudgeContext) => granting.every((g) => g(toolName, ctx))
       return {
         ...id,
         cacheable: false,
         layers,
         runAll: config.run_all,
+        ...(grants !== undefined ? { grants } : {}),
         // the gate runs `layers` itself; a direct call (e.g. an embedder) gets an explicit error verdict
         rule: () => Effect.succeed(failed(id, "error", "a layered judge is run by the gate, layer by layer"))
       } satisfies Judge

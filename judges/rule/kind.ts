@@ -23,6 +23,9 @@
  * `vetobench` key decide (paths, commands, URLs, trusted facts, then trajectory rules over the
  * episode; `extension.ts`, `trajectory.ts`). A judge with trajectory rules keeps per-episode state
  * and learns each call's fate through `commit` (called by the gate after the ruling).
+ *
+ * In `mode: scope` the judge also answers `grants` (judges/Judge.ts): which tools it allows at all
+ * under the caller's scopes; the MCP gate's enforce arm hides the others from `tools/list`.
  */
 import { Effect, Schema } from "effect"
 import { Settings } from "../../src/config/service.js"
@@ -116,14 +119,20 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
   const clock = opts.now
   const trajectory = ext.trajectory.rules.length > 0 ? new TrajectoryState(ext.trajectory, clock ?? (() => performance.now())) : null
 
-  /** the policy entry the call is decided under (`<Env>.<tool>` when the environments header names one) */
-  const toolOf = (call: ToolCallView, ctx: JudgeContext): string =>
-    qualified.size === 0 ? call.name : resolveToolName(qualified, call.name, ctx.headers[ENVIRONMENTS_HEADER])
+  /** the policy entry a tool is decided under (`<Env>.<tool>` when the environments header names one) */
+  const toolNamed = (name: string, ctx: JudgeContext): string =>
+    qualified.size === 0 ? name : resolveToolName(qualified, name, ctx.headers[ENVIRONMENTS_HEADER])
+  const toolOf = (call: ToolCallView, ctx: JudgeContext): string => toolNamed(call.name, ctx)
+
+  /** the caller's scopes: the `x-scopes` header when read and sent, else the configured `scopes` */
+  const callerScopesOf = (ctx: JudgeContext): ReadonlyArray<string> | null => {
+    const header = opts.scopes_header ? ctx.headers[SCOPES_HEADER] : undefined
+    return header !== undefined ? parseScopesHeader(header) : opts.scopes
+  }
 
   /** the decision; `started` (performance.now) doubles as the trajectory clock unless the options give one */
   const ruleOn = (call: ToolCallView, ctx: JudgeContext, started: number): RuleDecision => {
-    const header = opts.scopes_header ? ctx.headers[SCOPES_HEADER] : undefined
-    const callerScopes = header !== undefined ? parseScopesHeader(header) : opts.scopes
+    const callerScopes = callerScopesOf(ctx)
     const tool = toolOf(call, ctx)
     const d = decide(compiled, tool, call.arguments, { mode, callerScopes })
     if (d.decision !== "allow" || mode === "scope") return d
@@ -173,8 +182,15 @@ export const makeRuleJudge = (name: string, loaded: LoadedPolicy, opts: RuleJudg
           return Effect.sync(() => trajectory.commit(tool, call.arguments, trajectory.keyOf(ctx.episodeId, ctx.sessionId), call, released))
         }
 
+  // scope mode decides on the tool alone (inventory, grant, caller's scopes): what it denies with no
+  // arguments it denies with any, so a tool it does not grant can be hidden (full mode: values decide)
+  const grants =
+    mode === "scope"
+      ? (toolName: string, ctx: JudgeContext): boolean => decide(compiled, toolNamed(toolName, ctx), null, { mode, callerScopes: callerScopesOf(ctx) }).decision === "allow"
+      : undefined
+
   const cacheable = !opts.scopes_header && !ext.readsHeaders && trajectory === null
-  return { ...id, cacheable, inProcess: true, rule, ...(commit !== undefined ? { commit } : {}), trajectory }
+  return { ...id, cacheable, inProcess: true, rule, ...(commit !== undefined ? { commit } : {}), ...(grants !== undefined ? { grants } : {}), trajectory }
 }
 
 /** The `rule` kind; relative policy paths resolve against `root`. Lint warnings are logged at start-up. */

@@ -1,5 +1,5 @@
 /**
- * `vetobench mcp stdio --server NAME --arm ARM [-c FILE] [--run ID] [--episode ID] [--principal P]`:
+ * `vetobench mcp stdio --server NAME --arm ARM [-c FILE] [--run ID] [--episode ID] [--principal P] [--holds-port N]`:
  * the MCP gate as a stdio MCP server (src/mcp/stdio.ts). Point an MCP host at this command instead
  * of the server's own: every `tools/call` is ruled by the arm's judge and recorded (docs/mcp.md).
  * stdout carries only MCP messages; warnings and log lines go to stderr.
@@ -26,17 +26,25 @@ const run = Options.text("run").pipe(Options.withPseudoName("ID"), Options.optio
 const episode = Options.text("episode").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("episode id of the records (default: the MCP session, mcp-<uuid>)"))
 const principal = Options.text("principal").pipe(Options.withPseudoName("P"), Options.optional, Options.withDescription("principal of the records (default: none)"))
 
-const stdio = Command.make("stdio", { config: configOption, server, arm, run, episode, principal }, (o) =>
+const holdsPort = Options.integer("holds-port").pipe(
+  Options.withPseudoName("N"),
+  Options.optional,
+  Options.withDescription("serve the hold API (GET /v1/holds, POST /v1/holds/{id}; operator token proxy.operator_token) on 127.0.0.1:N, 0 a free port, its URL printed to stderr, so hold_policy wait can be approved (default: off)")
+)
+
+const stdio = Command.make("stdio", { config: configOption, server, arm, run, episode, principal, holdsPort }, (o) =>
   Effect.gen(function* () {
     const settings = yield* settingsFrom(o.config)
     const runId = Option.getOrNull(o.run)
     const problem = runId === null ? null : runIdProblem(runId)
     if (problem !== null) return yield* Effect.fail(new CliFailure({ message: `--run: ${problem}` }))
+    const port = Option.getOrNull(o.holdsPort)
+    if (port !== null && (port < 0 || port > 65535)) return yield* Effect.fail(new CliFailure({ message: `--holds-port: ${port} is not a port (0-65535; 0: a free one)` }))
     if (o.arm.judge !== null) {
       const unknown = unknownJudges([o.arm.judge], settings.judges)
       if (unknown !== null) return yield* Effect.fail(unknown)
     }
-    yield* serveStdio({ settings, server: o.server, arm: o.arm, runId, episodeId: Option.getOrNull(o.episode), principal: Option.getOrNull(o.principal) }).pipe(
+    yield* serveStdio({ settings, server: o.server, arm: o.arm, runId, episodeId: Option.getOrNull(o.episode), principal: Option.getOrNull(o.principal), holdsPort: port }).pipe(
       Effect.provide(gateLayer({ settings, plugins: defaultPlugins })),
       Effect.catchTags({
         McpStartError: (e) => Effect.fail(new CliFailure({ message: e.message })),

@@ -154,7 +154,29 @@ export interface ResultEntry {
   readonly screen_ms: number
 }
 
-export type AuditEntry = CallEntry | OutcomeEntry | ManifestEntry | ApprovalEntry | ScenarioApprovalEntry | ResultEntry
+/**
+ * The MCP gate's enforce arm hid tools from one `tools/list` answer: the arm's judge does not grant
+ * them (the `rule` kind in `mode: scope`, judges/Judge.ts `grants`). One per answer that hid
+ * something. Never a call ruling: scoring and every call count ignore it.
+ */
+export interface ToolsHiddenEntry {
+  readonly type: "tools_hidden"
+  readonly run_id: string | null
+  readonly episode_id: string | null
+  readonly session_id: string | null
+  readonly principal: string | null
+  readonly arm: "enforce"
+  readonly wire: "mcp"
+  readonly mcp_server: string
+  /** the arm's judge */
+  readonly judge: string
+  /** the names of the hidden tools, in the server's order */
+  readonly hidden: ReadonlyArray<string>
+  /** how many tools the client was shown */
+  readonly shown: number
+}
+
+export type AuditEntry = CallEntry | OutcomeEntry | ManifestEntry | ApprovalEntry | ScenarioApprovalEntry | ResultEntry | ToolsHiddenEntry
 
 /** An entry as written: with schema, position, time and the chain. */
 export type Sealed<E> = E & {

@@ -11,7 +11,10 @@
  * - a forwarded `tools/call` has a deadline (`mcp.call_timeout_s`): past it the client gets an MCP
  *   error and the server a `notifications/cancelled`; a result that is not a tool result is an MCP
  *   error; a server that closes fails every request it had not answered, and later ones at once.
- * - `tools/list` answers are read (not changed) to give the judges the tools' descriptions and schemas.
+ * - `tools/list` answers are read to give the judges the tools' descriptions and schemas; with
+ *   `hideTools` (the enforce arm of a judge that answers `grants`: src/mcp/hide-tools.ts) the tools
+ *   it names are taken out of the answer the client gets, once they are recorded; an answer whose
+ *   hiding cannot be recorded is an MCP error. Without it answers pass unchanged.
  * - a `tools/call` result can be screened before the client sees it (`screen`: src/mcp/session.ts
  *   passes the result screen of the settings, src/mcp/screen.ts).
  *
@@ -54,6 +57,14 @@ export interface BridgeOptions {
   readonly screen?: (result: CallToolResult, call: McpToolCall) => Promise<CallToolResult>
   /** a problem worth a log line (never includes arguments or secrets) */
   readonly warn?: (line: string) => void
+  /** the names of the tools to hide from a `tools/list` answer, already recorded (absent: answers pass unchanged) */
+  readonly hideTools?: (tools: ReadonlyArray<McpTool>) => Promise<HiddenTools | DecideFailure>
+}
+
+/** What `hideTools` decided: the names taken out of one `tools/list` answer (none: the answer passes as it is). */
+export interface HiddenTools {
+  readonly _tag: "HiddenTools"
+  readonly names: ReadonlyArray<string>
 }
 
 export interface Bridge {
@@ -219,6 +230,29 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
     )
   }
 
+  /** answer `tools/list` without the tools `hideTools` names (the rest of the answer unchanged) */
+  const answerToolsList = (
+    hideTools: NonNullable<BridgeOptions["hideTools"]>,
+    id: RequestId,
+    message: JSONRPCMessage & { result: Record<string, unknown> },
+    listed: ReadonlyArray<McpTool>
+  ): void => {
+    hideTools(listed)
+      .then(
+        (d) => d,
+        (e: unknown): DecideFailure => ({ _tag: "DecideFailure", message: e instanceof Error ? e.message : String(e) })
+      )
+      .then((d) => {
+        if (d._tag === "DecideFailure") {
+          return toClient(errorMessage(id, ErrorCode.InternalError, `the gate could not record the tools it hides, so tools/list is not answered: ${d.message}`), id)
+        }
+        if (d.names.length === 0) return toClient(message, id)
+        const hide = new Set(d.names)
+        const shown = Array.isArray(message.result.tools) ? message.result.tools.filter((t: unknown) => !(isRecord(t) && typeof t.name === "string" && hide.has(t.name))) : []
+        toClient({ jsonrpc: "2.0", id, result: { ...message.result, tools: shown } }, id)
+      })
+  }
+
   const onUpstreamMessage = (message: JSONRPCMessage): void => {
     if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
       const id = message.id
@@ -231,7 +265,10 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
         if (f.call !== undefined) return answerToolCall({ ...f, call: f.call }, message)
         if (f.method === "tools/list") {
           const list = ListToolsResultSchema.safeParse(message.result)
-          if (list.success) tools = list.data.tools
+          if (list.success) {
+            tools = list.data.tools
+            if (opts.hideTools !== undefined && isRecord(message.result)) return answerToolsList(opts.hideTools, f.id, { ...message, result: message.result }, list.data.tools)
+          }
         }
         if (f.method === "initialize" && isRecord(message.result) && typeof message.result.protocolVersion === "string") {
           upstream.setProtocolVersion?.(message.result.protocolVersion)

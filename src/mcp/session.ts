@@ -3,14 +3,18 @@
  * transport to the configured server, with `tools/call` put to the gate in the caller's runtime.
  * The transport to the server is the caller's (src/mcp/upstream.ts makes the configured one).
  * Used by both ways in: `vetobench mcp stdio` (one session per process) and the proxy's
- * `/mcp/<server>/<arm>` route (one per client session).
+ * `/mcp/<server>/<arm>` route (one per client session). In the enforce arm of a judge that answers
+ * `grants`, `tools/list` answers lose the tools it does not grant (src/mcp/hide-tools.ts).
  */
-import { Effect, Runtime } from "effect"
+import { Effect, Option, Runtime } from "effect"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { AuditSink } from "../../layers/AuditSink.js"
+import { Judges } from "../../judges/Judges.js"
 import { Gate } from "../gate/Gate.js"
 import { Screening } from "../screening/Screening.js"
-import { type Bridge, makeBridge } from "./bridge.js"
+import { type Bridge, type HiddenTools, makeBridge } from "./bridge.js"
+import { toolsFilter } from "./hide-tools.js"
 import { screenToolResult } from "./screen.js"
 import { ruleToolCall, type McpSessionContext, type McpToolCall } from "./rule-call.js"
 
@@ -36,6 +40,13 @@ export const gatedSession = (opts: GatedSessionOptions): Effect.Effect<Bridge, n
     const runtime = yield* Effect.runtime<never>()
     const run = Runtime.runPromise(runtime)
     const screening = yield* Screening
+    // the gate's runtime holds the judges and the audit sink (src/gate/live.ts); one without them hides no tools
+    const judges = yield* Effect.serviceOption(Judges)
+    const audit = yield* Effect.serviceOption(AuditSink)
+    const filter =
+      Option.isSome(judges) && Option.isSome(audit) && opts.session.arm.judge !== null
+        ? toolsFilter(judges.value.get(opts.session.arm.judge), opts.session, audit.value)
+        : null
     const screen: ResultScreen =
       opts.screen ?? ((result, call, session) => run(screenToolResult(result, call, session).pipe(Effect.provideService(Screening, screening))))
     return makeBridge({
@@ -51,6 +62,17 @@ export const gatedSession = (opts: GatedSessionOptions): Effect.Effect<Bridge, n
         ),
       // no judge named by `screening.judge`: results pass unscreened, without a detour
       ...(opts.screen !== undefined || screening.judge !== null ? { screen: (result, call) => screen(result, call, opts.session) } : {}),
+      ...(filter !== null
+        ? {
+            hideTools: (tools) =>
+              run(
+                filter(tools).pipe(
+                  Effect.map((names): HiddenTools => ({ _tag: "HiddenTools", names })),
+                  Effect.catchTag("AuditWriteError", (e) => Effect.succeed({ _tag: "DecideFailure" as const, message: `${e.file}: ${e.reason}` }))
+                )
+              )
+          }
+        : {}),
       ...(opts.warn !== undefined ? { warn: opts.warn } : {})
     })
   })

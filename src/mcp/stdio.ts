@@ -5,18 +5,23 @@
  * messages is written to stdout: warnings go to stderr, as does the spawned server's stderr.
  *
  * The session is the process: its id (`mcp-<uuid>`) is the episode unless `--episode` is given.
- * With `hold_policy: wait` a held call waits for a person through the hold API, which only the
- * proxy serves: over stdio it waits until `hold_timeout_s` and is recorded as expired.
+ * With `hold_policy: wait` a held call waits for a person through the hold API: with `holdsPort`
+ * (`--holds-port`) this process serves it (src/mcp/holds-server.ts, the proxy's routes and operator
+ * token, on 127.0.0.1) and prints its URL to stderr; without, a held call waits until
+ * `hold_timeout_s` and is recorded as expired.
  */
 import { randomUUID } from "node:crypto"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Data, Effect } from "effect"
 import type { Settings } from "../config/settings.js"
+import type { Settings as SettingsService } from "../config/service.js"
+import type { Holds } from "../gate/Holds.js"
 import type { Gate } from "../gate/Gate.js"
 import type { Screening } from "../screening/Screening.js"
 import { didYouMeanClause } from "../domain/suggest.js"
 import type { McpArm } from "./arm.js"
+import { serveHolds } from "./holds-server.js"
 import { gatedSession, type ResultScreen } from "./session.js"
 import type { McpServerSettings } from "./settings.js"
 import { upstreamTransport } from "./upstream.js"
@@ -45,6 +50,8 @@ export interface StdioGateOptions {
   readonly episodeId: string | null
   readonly principal: string | null
   readonly screen?: ResultScreen
+  /** serve the hold API on 127.0.0.1 at this port (0: a free one); null: no hold API */
+  readonly holdsPort?: number | null
   /** the host side (default: this process's stdin/stdout) */
   readonly client?: Transport
 }
@@ -52,9 +59,16 @@ export interface StdioGateOptions {
 const stderrLine = (line: string): void => void process.stderr.write(`vetobench mcp: ${line}\n`)
 
 /** Serve the gate over stdio until the host closes stdin (or the client transport closes). */
-export const serveStdio = (opts: StdioGateOptions): Effect.Effect<void, McpStartError, Gate | Screening> =>
-  Effect.gen(function* () {
+export const serveStdio = (opts: StdioGateOptions): Effect.Effect<void, McpStartError, Gate | Screening | SettingsService | Holds> =>
+  Effect.scoped(Effect.gen(function* () {
     const server = yield* serverNamed(opts.settings, opts.server)
+    if (opts.holdsPort !== undefined && opts.holdsPort !== null) {
+      const port = opts.holdsPort
+      const url = yield* serveHolds(port).pipe(
+        Effect.mapError((e) => new McpStartError({ message: `cannot serve the hold API on 127.0.0.1:${port}: ${e.cause instanceof Error ? e.cause.message : String(e.cause)}` }))
+      )
+      stderrLine(`hold API at ${url}/v1/holds (operator token: proxy.operator_token${opts.settings.proxy.operator_token === null ? ", not set: the API answers 503" : ""})`)
+    }
     const sessionId = `mcp-${randomUUID()}`
     const client = opts.client ?? new StdioServerTransport(process.stdin, process.stdout)
     const bridge = yield* gatedSession({
@@ -85,4 +99,4 @@ export const serveStdio = (opts: StdioGateOptions): Effect.Effect<void, McpStart
       Effect.onInterrupt(() => Effect.promise(() => bridge.close())),
       Effect.ensuring(Effect.sync(() => process.stdin.off("end", onEnd)))
     )
-  })
+  }))

@@ -150,10 +150,13 @@ const capturingConsole = (out: (text: string) => void, err: (text: string) => vo
   }
 }
 
-/** The environment `Config` reads, as `ConfigProvider.fromEnv` reads `process.env`. */
+/**
+ * The environment `Config` reads, as `ConfigProvider.fromEnv` reads `process.env`; in this process
+ * `process.argv[1]` is not the CLI, so the demo's stdio gate (src/cli/demo-mcp.ts) is spawned from the bundle.
+ */
 const configFrom = (env: InProcessOptions["env"]) =>
   ConfigProvider.fromMap(
-    new Map(Object.entries({ ...process.env, ...env }).filter((e): e is [string, string] => e[1] !== undefined)),
+    new Map(Object.entries({ VETOBENCH_CLI_ENTRY: CLI, ...process.env, ...env }).filter((e): e is [string, string] => e[1] !== undefined)),
     { pathDelim: "_" }
   )
 
