@@ -6,7 +6,7 @@
  * `/mcp/<server>/<arm>` route (one per client session). In the enforce arm of a judge that answers
  * `grants`, `tools/list` answers lose the tools it does not grant (src/mcp/hide-tools.ts).
  */
-import { Effect, Option, Runtime } from "effect"
+import { Effect, Runtime } from "effect"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { AuditSink } from "../../layers/AuditSink.js"
@@ -34,19 +34,17 @@ export interface GatedSessionOptions {
 }
 
 /** A bridge whose `tools/call` requests the gate rules and records (one request id per call: `<session>:<JSON-RPC id>`). */
-export const gatedSession = (opts: GatedSessionOptions): Effect.Effect<Bridge, never, Gate | Screening> =>
+export const gatedSession = (opts: GatedSessionOptions): Effect.Effect<Bridge, never, Gate | Screening | Judges | AuditSink> =>
   Effect.gen(function* () {
     const gate = yield* Gate
     const runtime = yield* Effect.runtime<never>()
     const run = Runtime.runPromise(runtime)
     const screening = yield* Screening
-    // the gate's runtime holds the judges and the audit sink (src/gate/live.ts); one without them hides no tools
-    const judges = yield* Effect.serviceOption(Judges)
-    const audit = yield* Effect.serviceOption(AuditSink)
-    const filter =
-      Option.isSome(judges) && Option.isSome(audit) && opts.session.arm.judge !== null
-        ? toolsFilter(judges.value.get(opts.session.arm.judge), opts.session, audit.value)
-        : null
+    // the judges and the audit sink of the gate's runtime (src/gate/live.ts): required, so a runtime
+    // without them fails to build instead of silently hiding no tools
+    const judges = yield* Judges
+    const audit = yield* AuditSink
+    const filter = opts.session.arm.judge !== null ? toolsFilter(judges.get(opts.session.arm.judge), opts.session, audit) : null
     const screen: ResultScreen =
       opts.screen ?? ((result, call, session) => run(screenToolResult(result, call, session).pipe(Effect.provideService(Screening, screening))))
     return makeBridge({

@@ -19,6 +19,8 @@ import type { Settings as SettingsService } from "../config/service.js"
 import type { Holds } from "../gate/Holds.js"
 import type { Gate } from "../gate/Gate.js"
 import type { Screening } from "../screening/Screening.js"
+import type { Judges } from "../../judges/Judges.js"
+import type { AuditSink } from "../../layers/AuditSink.js"
 import { didYouMeanClause } from "../domain/suggest.js"
 import type { McpArm } from "./arm.js"
 import { serveHolds } from "./holds-server.js"
@@ -59,7 +61,7 @@ export interface StdioGateOptions {
 const stderrLine = (line: string): void => void process.stderr.write(`vetobench mcp: ${line}\n`)
 
 /** Serve the gate over stdio until the host closes stdin (or the client transport closes). */
-export const serveStdio = (opts: StdioGateOptions): Effect.Effect<void, McpStartError, Gate | Screening | SettingsService | Holds> =>
+export const serveStdio = (opts: StdioGateOptions): Effect.Effect<void, McpStartError, Gate | Screening | SettingsService | Holds | Judges | AuditSink> =>
   Effect.scoped(Effect.gen(function* () {
     const server = yield* serverNamed(opts.settings, opts.server)
     if (opts.holdsPort !== undefined && opts.holdsPort !== null) {
