@@ -24,7 +24,7 @@ import type { CheckpointKey } from "../domain/checkpoint.js"
 import { signerFromPem } from "../domain/checkpoint.js"
 import { isObject } from "../domain/is-object.js"
 import { edgeRoot, MerkleEdgeBuilder, MerkleTree } from "../domain/merkle.js"
-import { recordHashesOf } from "./record-hashes.js"
+import { verifyChain } from "../domain/chain-verify.js"
 import { type FileReport, verifyFile } from "./verify-files.js"
 
 /** the results log's run id: its file is `<run_dir>/results.jsonl` */
@@ -89,11 +89,22 @@ export const logHead = (file: string): { readonly records: number; readonly root
   } catch (e) {
     return reasonOf(e)
   }
-  const hashes = recordHashesOf(bytes)
-  if (!Array.isArray(hashes)) return `record ${hashes.record} is ${hashes.problem}`
+  const hashes = verifiedHashes(bytes)
+  if (typeof hashes === "string") return hashes
   const b = new MerkleEdgeBuilder()
   for (const h of hashes) b.appendRecord(h)
   return { records: hashes.length, root: edgeRoot(b.snapshot()).toString("hex") }
+}
+
+/**
+ * The hashes of a log's records as the chain check recomputes them (never the `hash` fields as
+ * written: a record whose body was edited and whose `hash` was left alone must not count as
+ * unchanged). A torn last line (a write in progress) ends the list; any other break is the reason.
+ */
+const verifiedHashes = (bytes: Buffer): Array<string> | string => {
+  const hashes: Array<string> = []
+  const chain = verifyChain(bytes.toString("utf8"), hashes)
+  return chain.ok || chain.torn ? hashes : `the chain is broken: ${chain.message}`
 }
 
 export interface BindOptions {
@@ -244,8 +255,12 @@ const checkLog = (dir: string, bound: { path: string; records: number; root: str
   } catch {
     return { ...base, status: "not-checked", message: `not found here (bound by ${where}); verify it where it is` }
   }
-  const hashes = recordHashesOf(bytes)
-  if (!Array.isArray(hashes)) return { ...base, status: "changed", message: `record ${hashes.record} is ${hashes.problem} (bound by ${where})` }
+  // the bound prefix must verify; a break after it does not change what was bound
+  const hashes: Array<string> = []
+  const chain = verifyChain(bytes.toString("utf8"), hashes)
+  if (hashes.length < bound.records && !chain.ok && !chain.torn) {
+    return { ...base, status: "changed", message: `${chain.message} (records 1–${bound.records} bound by ${where})` }
+  }
   if (hashes.length < bound.records) return { ...base, status: "changed", message: `truncated: ${hashes.length} records, ${bound.records} when bound by ${where}` }
   const root = MerkleTree.fromRecordHashes(hashes).root(bound.records).toString("hex")
   return root === bound.root

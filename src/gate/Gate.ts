@@ -22,6 +22,7 @@ import type { Judge, JudgeContext, JudgeError } from "../../judges/Judge.js"
 import { Judges } from "../../judges/Judges.js"
 import { Settings } from "../config/service.js"
 import { Holds } from "./Holds.js"
+import { defectMessage } from "../domain/defect-message.js"
 import { attemptOf } from "../domain/attempt.js"
 import type { CallEntry, CallRecord, LoggedArm, Wire } from "../domain/audit-record.js"
 import { renderRefusal } from "../domain/refusal.js"
@@ -77,22 +78,6 @@ export interface GateShape {
 export class Gate extends Context.Tag("vetobench/Gate")<Gate, GateShape>() {}
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000
-
-/** One line for a defect or an interruption (never throws, whatever was thrown). */
-export const defectMessage = (cause: Cause.Cause<unknown>): string => {
-  try {
-    const d = Cause.dieOption(cause)
-    if (Option.isSome(d)) {
-      const x = d.value
-      const text = x instanceof Error ? `${x.name}: ${x.message}` : typeof x === "string" ? x : JSON.stringify(x) ?? String(x)
-      return text.length > 300 ? `${text.slice(0, 300)}…` : text
-    }
-    if (Cause.isInterruptedOnly(cause)) return "interrupted"
-    return Cause.pretty(cause).split("\n")[0] ?? "unknown failure"
-  } catch {
-    return "a value that cannot be shown was thrown"
-  }
-}
 
 export const make = Effect.gen(function* () {
   const settings = yield* Settings

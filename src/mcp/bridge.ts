@@ -265,9 +265,13 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
         if (f.call !== undefined) return answerToolCall({ ...f, call: f.call }, message)
         if (f.method === "tools/list") {
           const list = ListToolsResultSchema.safeParse(message.result)
-          if (list.success) {
-            tools = list.data.tools
-            if (opts.hideTools !== undefined && isRecord(message.result)) return answerToolsList(opts.hideTools, f.id, { ...message, result: message.result }, list.data.tools)
+          if (list.success) tools = list.data.tools
+          if (opts.hideTools !== undefined) {
+            // a list the gate cannot read is not passed on unfiltered: hiding fails closed
+            if (!list.success || !isRecord(message.result)) {
+              return toClient(errorMessage(f.id, ErrorCode.InternalError, "the server's tools/list answer cannot be read, so the gate cannot hide the tools its policy does not grant"), f.id)
+            }
+            return answerToolsList(opts.hideTools, f.id, { ...message, result: message.result }, list.data.tools)
           }
         }
         if (f.method === "initialize" && isRecord(message.result) && typeof message.result.protocolVersion === "string") {

@@ -46,16 +46,24 @@ export class ProxyError extends Data.TaggedError("ProxyError")<{
   readonly message: string
 }> {
   get status(): number {
-    return STATUS[this.code]
+    return statusOf(this.code)
   }
 }
 
+/** The HTTP status of an error code (architecture decision 6). */
+export const statusOf = (code: ProxyErrorCode): number => STATUS[code]
+
+/**
+ * An error message as a client may see it, in every route's error shape: the secrets a message can
+ * quote are URLs the settings hold, all `http(s)://` (the decoders refuse others) or quoted by
+ * Node/undici with their scheme: text without "://" holds none, and a client's model name is not
+ * mangled by the schemeless heuristic.
+ */
+export const clientMessage = (message: string): string => (message.includes("://") ? redactUrlsIn(message) : message)
+
 /** The error body; `request_id` (the response's `x-request-id`) lets an operator find the request's log line. */
 export const errorBody = (code: ProxyErrorCode | string, message: string, requestId: string | null = null) =>
-  // the secrets a message can quote are URLs the settings hold, all `http(s)://` (the decoders refuse
-  // others) or quoted by Node/undici with their scheme: text without "://" holds none, and a client's
-  // model name is not mangled by the schemeless heuristic
-  JSON.stringify({ error: { message: message.includes("://") ? redactUrlsIn(message) : message, type: "vetobench_error", code, ...(requestId !== null ? { request_id: requestId } : {}) } })
+  JSON.stringify({ error: { message: clientMessage(message), type: "vetobench_error", code, ...(requestId !== null ? { request_id: requestId } : {}) } })
 
 /** An error body writer: the OpenAI-style body here, a wire format's own shape on its route. */
 export type ErrorBodyOf = (code: ProxyErrorCode, message: string, requestId: string | null) => string

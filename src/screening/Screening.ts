@@ -19,6 +19,7 @@
  */
 import { createHash } from "node:crypto"
 import { Cause, Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { defectMessage } from "../domain/defect-message.js"
 import { AuditSink, type AuditWriteError } from "../../layers/AuditSink.js"
 import { type Judge, JudgeConfigError, type JudgeContext } from "../../judges/Judge.js"
 import { Judges } from "../../judges/Judges.js"
@@ -115,13 +116,6 @@ const cut = (s: string, max: number): string => {
 const memoryKey = (episode: string | null, r: ToolResult): string =>
   createHash("sha256").update(JSON.stringify([episode, r.callId, r.text])).digest("hex")
 
-/** one line for a judge's defect or interruption */
-const defectLine = (cause: Cause.Cause<unknown>): string => {
-  const d = Cause.dieOption(cause)
-  if (Option.isSome(d)) return d.value instanceof Error ? `${d.value.name}: ${d.value.message}` : "the judge failed"
-  return Cause.isInterruptedOnly(cause) ? "interrupted" : "the judge failed"
-}
-
 interface ScreeningDeps {
   readonly settings: Settings["Type"]
   readonly judge: Judge
@@ -163,7 +157,7 @@ export const makeScreening = ({ settings, judge, screen, audit }: ScreeningDeps)
             })
           )
         }
-        return Effect.succeed(failed(judge, "error", `judge failed: ${defectLine(cause)}`))
+        return Effect.succeed(failed(judge, "error", `judge failed: ${defectMessage(cause)}`))
       })
     )
 

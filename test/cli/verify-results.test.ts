@@ -112,6 +112,21 @@ describe("verify-results on the demo's experiment", () => {
   })
 })
 
+describe("a bound audit log edited in place", () => {
+  it("a record's body edited with its hash field left as it was: FAIL, naming the log (the chain is recomputed, not read)", async () => {
+    const c = copyDemo()
+    const log = readdirSync(c.audit).find((f) => f.endsWith(".baseline.jsonl"))!
+    const file = path.join(c.audit, log)
+    const lines = readFileSync(file, "utf8").trimEnd().split("\n")
+    const first = JSON.parse(lines[0]!) as Record<string, unknown>
+    lines[0] = JSON.stringify({ ...first, agent_model: "someone-else" })
+    writeFileSync(file, lines.map((l) => l + "\n").join(""))
+    const r = await cli("verify-results", c.experiment, "--pubkey", c.pub)
+    expect(r.code).toBe(1)
+    expect(r.stdout).toMatch(new RegExp(`^FAIL {4}audit log \\.\\./audit/${log.replace(/\./g, "\\.")}: record 1: .*\\(records 1–\\d+ bound by record 1 \\(demo\\)\\)$`, "m"))
+  })
+})
+
 describe("vetobench report binds its files", () => {
   it("report → bound; verify-results PARTIAL (unsigned), an edited summary.json FAIL; a second report binds the new files", async () => {
     const ws = makeWorkspace()

@@ -15,10 +15,9 @@
 import { Effect } from "effect"
 import type { AuditWriteError } from "../../../layers/AuditSink.js"
 import { isObject } from "../../domain/is-object.js"
-import { redactUrlsIn } from "../../domain/redact-url.js"
 import { type PartialRefusal, refusalNotes } from "../../domain/refusal.js"
 import type { GateRequest, GateShape } from "../../gate/Gate.js"
-import { type ProxyErrorCode, ProxyError } from "../errors.js"
+import { clientMessage, type ProxyErrorCode, statusOf } from "../errors.js"
 import { type GatedText, gateOneTurn, InvalidAnswer } from "./json-answer.js"
 
 /** A `tool_use` block as the gate reads it: where it is in `content`, and the call in the chat call shape. */
@@ -140,8 +139,8 @@ export const messagesErrorBody = (code: ProxyErrorCode, message: string, request
   JSON.stringify({
     type: "error",
     error: {
-      type: anthropicErrorType(new ProxyError({ code, message: "" }).status),
-      message: message.includes("://") ? redactUrlsIn(message) : message,
+      type: anthropicErrorType(statusOf(code)),
+      message: clientMessage(message),
       code
     },
     ...(requestId !== null ? { request_id: requestId } : {})

@@ -19,7 +19,7 @@
  */
 import { Effect, type Stream } from "effect"
 import type { AuditWriteError } from "../../../layers/AuditSink.js"
-import type { ProxyErrorCode } from "../errors.js"
+import { clientMessage, type ProxyErrorCode } from "../errors.js"
 import { isObject } from "../../domain/is-object.js"
 import { refusalNotes } from "../../domain/refusal.js"
 import { blockedNotes } from "../../gate/Gate.js"
@@ -43,7 +43,7 @@ export const responsesFrame = (type: string, data: string) => `event: ${type}\nd
 
 /** The error event that ends a stream, in the shape of the Responses API's `error` event. */
 export const responsesErrorEvent = (code: ProxyErrorCode | string, message: string, sequence: number) =>
-  responsesFrame("error", JSON.stringify({ type: "error", code, message, param: null, sequence_number: sequence }))
+  responsesFrame("error", JSON.stringify({ type: "error", code, message: clientMessage(message), param: null, sequence_number: sequence }))
 
 /** The terminal events: the upstream's answer is complete (its calls are ruled and released) or failed. */
 const FINISHED = new Set(["response.completed", "response.incomplete"])
