@@ -165,8 +165,11 @@ export const bindResults = (opts: BindOptions): Effect.Effect<Bound | null, Resu
         })
     const sinkOptions: FileSinkOptions = { signer, fsync: opts.audit.fsync, checkpointEvery: opts.audit.checkpoint_every, maxOpenFiles: 1 }
     const entry: ManifestEntry = { type: "manifest", run_id: RESULTS_RUN, command: opts.command, files, ...(logs.length === 0 ? {} : { logs }) }
-    // the sink's scope closes the file right after: the final checkpoint covers the manifest
-    const record = yield* Effect.scoped(Effect.flatMap(AuditSink, (sink) => sink.append(RESULTS_RUN, entry))).pipe(
+    // a checkpoint covers the manifest before the sink's scope closes the file (whose final checkpoint
+    // only logs a failure): a checkpoint that cannot be written fails the binding, and the command
+    const record = yield* Effect.scoped(
+      Effect.flatMap(AuditSink, (sink) => Effect.tap(sink.append(RESULTS_RUN, entry), () => sink.checkpoint(RESULTS_RUN)))
+    ).pipe(
       Effect.provide(AuditSink.layerFile(opts.runDir, sinkOptions)),
       Effect.retry({ schedule: LOCK_RETRY, while: (e) => e.cause instanceof LockHeld }),
       Effect.mapError((e) => fail(e.reason))

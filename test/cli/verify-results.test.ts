@@ -69,7 +69,7 @@ describe("verify-results on the demo's experiment", () => {
     expect(demo.out).toMatch(/^bound \d+ result files and 4 audit logs to .*experiment\/results\.jsonl \(record 1, final checkpoint; check them with verify-results\)$/m)
     const ok = await cli("verify-results", demo.experiment, "--pubkey", demo.pub)
     expect(ok.code).toBe(0)
-    expect(ok.stdout).toMatch(/^OK {6}.*results\.jsonl: 1 records – chain ok; anchor ok \(1 checkpoint\(s\) cover all records\); signatures ok \(signed by [0-9a-f]{16}\); 1 manifest\(s\): record 1 \(\d+ files\)/m)
+    expect(ok.stdout).toMatch(/^OK {6}.*results\.jsonl: 1 records – chain ok; anchor ok \(2 checkpoint\(s\) cover all records\); signatures ok \(signed by [0-9a-f]{16}\); 1 manifest\(s\): record 1 \(\d+ files\)/m)
     expect(ok.stdout).toMatch(/^OK {6}.*experiment: (\d+) of \1 bound files unchanged, 4 of 4 bound audit logs unchanged; results log ok$/m)
     const partial = await cli("verify-results", demo.experiment)
     expect(partial.code).toBe(3)
