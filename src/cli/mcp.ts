@@ -48,6 +48,7 @@ const stdio = Command.make("stdio", { config: configOption, server, arm, run, ep
       Effect.provide(gateLayer({ settings, plugins: defaultPlugins })),
       Effect.catchTags({
         McpStartError: (e) => Effect.fail(new CliFailure({ message: e.message })),
+        McpServerLost: (e) => Effect.fail(new CliFailure({ message: e.message })),
         JudgeConfigError: (e) => Effect.fail(new CliFailure({ message: `${settings.file}: ${e.message}` })),
         AuditWriteError: (e) => Effect.fail(new CliFailure({ message: `audit: ${e.file}: ${e.reason}` }))
       })

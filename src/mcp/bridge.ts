@@ -74,6 +74,8 @@ export interface Bridge {
   readonly close: () => Promise<void>
   /** resolves when the client side has closed */
   readonly closed: Promise<void>
+  /** true once the server closed the connection before the client did (the server crashed or quit) */
+  readonly upstreamLost: () => boolean
 }
 
 type Key = string
@@ -105,6 +107,7 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
   let tools: ReadonlyArray<McpTool> = []
   let upstreamClosed = false
   let clientClosed = false
+  let upstreamLost = false
   let resolveClosed: () => void = () => {}
   const closed = new Promise<void>((resolve) => {
     resolveClosed = resolve
@@ -291,7 +294,10 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
   const onUpstreamClosed = (): void => {
     if (upstreamClosed) return
     upstreamClosed = true
-    if (!clientClosed) warn(`mcp ${opts.server}: the server closed the connection`)
+    if (!clientClosed) {
+      upstreamLost = true
+      warn(`mcp ${opts.server}: the server closed the connection`)
+    }
     for (const key of [...forwarded.keys()]) {
       const f = settle(key)
       if (f !== undefined) toClient(errorMessage(f.id, ErrorCode.ConnectionClosed, `MCP server '${opts.server}' closed before it answered ${f.method}`), f.id)
@@ -320,6 +326,7 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
       clientClosed = true
       resolveClosed()
     },
-    closed
+    closed,
+    upstreamLost: () => upstreamLost
   }
 }

@@ -31,6 +31,13 @@ import { upstreamTransport } from "./upstream.js"
 /** The gate could not start: an unknown server, or a server that cannot be started or reached. */
 export class McpStartError extends Data.TaggedError("McpStartError")<{ readonly message: string }> {}
 
+/**
+ * The server closed the connection (crashed or quit) before the host ended the session. The gate
+ * stays up until then, answering every later request with an MCP error and recording the calls;
+ * this error is how the session's end tells the truth about it (`vetobench mcp stdio` exits 1).
+ */
+export class McpServerLost extends Data.TaggedError("McpServerLost")<{ readonly message: string }> {}
+
 /** The configured server of this name, or an error naming the configured ones. */
 export const serverNamed = (settings: Settings, name: string): Effect.Effect<McpServerSettings, McpStartError> => {
   const server = Object.hasOwn(settings.mcp.servers, name) ? settings.mcp.servers[name] : undefined
@@ -61,7 +68,7 @@ export interface StdioGateOptions {
 const stderrLine = (line: string): void => void process.stderr.write(`vetobench mcp: ${line}\n`)
 
 /** Serve the gate over stdio until the host closes stdin (or the client transport closes). */
-export const serveStdio = (opts: StdioGateOptions): Effect.Effect<void, McpStartError, Gate | Screening | SettingsService | Holds | Judges | AuditSink> =>
+export const serveStdio = (opts: StdioGateOptions): Effect.Effect<void, McpStartError | McpServerLost, Gate | Screening | SettingsService | Holds | Judges | AuditSink> =>
   Effect.scoped(Effect.gen(function* () {
     const server = yield* serverNamed(opts.settings, opts.server)
     if (opts.holdsPort !== undefined && opts.holdsPort !== null) {
@@ -101,4 +108,9 @@ export const serveStdio = (opts: StdioGateOptions): Effect.Effect<void, McpStart
       Effect.onInterrupt(() => Effect.promise(() => bridge.close())),
       Effect.ensuring(Effect.sync(() => process.stdin.off("end", onEnd)))
     )
+    if (bridge.upstreamLost()) {
+      return yield* new McpServerLost({
+        message: `MCP server '${opts.server}' closed the connection before the session ended; the calls after it were answered with errors (see the audit log and the server's stderr above)`
+      })
+    }
   }))

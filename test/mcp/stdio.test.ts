@@ -168,6 +168,47 @@ describe("vetobench mcp stdio", () => {
     expect(out.trim().split("\n")).toHaveLength(1)
   })
 
+  it("a server that crashed during the session: the gate answers errors until the host leaves, then exits 1 saying so", async () => {
+    const f = mcpFixture()
+    const gate = spawn(process.execPath, [CLI, "mcp", "stdio", "--server", "fs", "--arm", "enforce:allow-all", "-c", f.config, "--run", "r-lost"], {
+      cwd: REPO,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let out = ""
+    let err = ""
+    const answers = new Map<number, Record<string, unknown>>()
+    const waiters = new Map<number, (a: Record<string, unknown>) => void>()
+    gate.stdout.on("data", (b: Buffer) => {
+      out += b.toString()
+      let nl = out.indexOf("\n")
+      while (nl >= 0) {
+        const msg = JSON.parse(out.slice(0, nl)) as Record<string, unknown>
+        out = out.slice(nl + 1)
+        nl = out.indexOf("\n")
+        if (typeof msg.id === "number") {
+          answers.set(msg.id, msg)
+          waiters.get(msg.id)?.(msg)
+        }
+      }
+    })
+    gate.stderr.on("data", (b: Buffer) => void (err += b.toString()))
+    const request = (id: number, method: string, params: Record<string, unknown>) =>
+      new Promise<Record<string, unknown>>((resolve) => {
+        waiters.set(id, resolve)
+        gate.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`)
+      })
+    await request(1, "initialize", { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "t", version: "1" } })
+    gate.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`)
+    expect(await request(2, "tools/call", { name: "crash", arguments: {} })).toHaveProperty("error")
+    const after = await request(3, "tools/call", { name: "read_file", arguments: { path: "/notes.txt" } })
+    expect(JSON.stringify(after.error)).toContain("not running")
+    const code = new Promise<number | null>((resolve) => gate.once("exit", resolve))
+    gate.stdin.end()
+    expect(await code).toBe(1)
+    expect(err).toMatch(/MCP server 'fs' closed the connection before the session ended/)
+    expect(calls(auditOf(f, "r-lost").records).map((r) => (r.tool as { name: string }).name)).toEqual(["crash", "read_file"])
+  })
+
   it("bad arms, unknown judges and unknown servers are errors naming what was wrong", async () => {
     const f = mcpFixture()
     const base = ["mcp", "stdio", "-c", f.config]
