@@ -35,6 +35,7 @@ import {
   type RequestId
 } from "@modelcontextprotocol/sdk/types.js"
 import type { McpCallDecision, McpTool, McpToolCall } from "./rule-call.js"
+import { isObject } from "../domain/is-object.js"
 
 /** Why the gate could not decide (the record could not be written): the client gets an MCP error. */
 export interface DecideFailure {
@@ -89,11 +90,18 @@ interface Forwarded {
   readonly call?: McpToolCall
   readonly timer?: ReturnType<typeof setTimeout>
   readonly progressToken?: string | number
+  /** a `tools/list` request for a later page (it carried `params.cursor`) */
+  readonly laterPage?: boolean
 }
 
 const errorMessage = (id: RequestId, code: number, message: string): JSONRPCMessage => ({ jsonrpc: "2.0", id, error: { code, message } })
 
-const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x)
+/** The tools known so far with one more `tools/list` page: by name, the page's entry winning, in first-seen order. */
+export const mergeTools = (known: ReadonlyArray<McpTool>, page: ReadonlyArray<McpTool>): ReadonlyArray<McpTool> => {
+  const byName = new Map<string, McpTool>(known.map((t) => [t.name, t]))
+  for (const t of page) byName.set(t.name, t)
+  return [...byName.values()]
+}
 
 /** Pump messages between `client` and `upstream`, gating `tools/call`. */
 export const makeBridge = (opts: BridgeOptions): Bridge => {
@@ -146,7 +154,7 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
   }
 
   const forwardRequest = (message: JSONRPCMessage & { id: RequestId; method: string; params?: unknown }, call?: McpToolCall): void => {
-    const meta = isRecord(message.params) && isRecord(message.params._meta) ? message.params._meta : undefined
+    const meta = isObject(message.params) && isObject(message.params._meta) ? message.params._meta : undefined
     const token = meta !== undefined && (typeof meta.progressToken === "string" || typeof meta.progressToken === "number") ? meta.progressToken : undefined
     if (token !== undefined) progress.set(String(token), message.id)
     const timer =
@@ -162,21 +170,22 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
       method: message.method,
       ...(call !== undefined ? { call } : {}),
       ...(timer !== undefined ? { timer } : {}),
-      ...(token !== undefined ? { progressToken: token } : {})
+      ...(token !== undefined ? { progressToken: token } : {}),
+      ...(message.method === "tools/list" && isObject(message.params) && message.params.cursor !== undefined ? { laterPage: true } : {})
     })
   }
 
   const onToolCall = (message: JSONRPCMessage & { id: RequestId; method: string; params?: unknown }): void => {
-    const params = isRecord(message.params) ? message.params : {}
+    const params = isObject(message.params) ? message.params : {}
     if (typeof params.name !== "string") {
       toClient(errorMessage(message.id, ErrorCode.InvalidParams, "tools/call needs params.name (the tool's name)"), message.id)
       return
     }
-    if (params.arguments !== undefined && !isRecord(params.arguments)) {
+    if (params.arguments !== undefined && !isObject(params.arguments)) {
       toClient(errorMessage(message.id, ErrorCode.InvalidParams, "tools/call params.arguments must be an object"), message.id)
       return
     }
-    const call: McpToolCall = { requestId: message.id, name: params.name, arguments: isRecord(params.arguments) ? params.arguments : {} }
+    const call: McpToolCall = { requestId: message.id, name: params.name, arguments: isObject(params.arguments) ? params.arguments : {} }
     const key = keyOf(message.id)
     const state = { cancelled: false }
     ruling.set(key, state)
@@ -206,7 +215,7 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
       return forwardRequest(message)
     }
     if (isJSONRPCNotification(message) && message.method === "notifications/cancelled") {
-      const id = isRecord(message.params) ? message.params.requestId : undefined
+      const id = isObject(message.params) ? message.params.requestId : undefined
       if (typeof id === "string" || typeof id === "number") {
         const r = ruling.get(keyOf(id))
         if (r !== undefined) {
@@ -251,7 +260,7 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
         }
         if (d.names.length === 0) return toClient(message, id)
         const hide = new Set(d.names)
-        const shown = Array.isArray(message.result.tools) ? message.result.tools.filter((t: unknown) => !(isRecord(t) && typeof t.name === "string" && hide.has(t.name))) : []
+        const shown = Array.isArray(message.result.tools) ? message.result.tools.filter((t: unknown) => !(isObject(t) && typeof t.name === "string" && hide.has(t.name))) : []
         toClient({ jsonrpc: "2.0", id, result: { ...message.result, tools: shown } }, id)
       })
   }
@@ -268,23 +277,24 @@ export const makeBridge = (opts: BridgeOptions): Bridge => {
         if (f.call !== undefined) return answerToolCall({ ...f, call: f.call }, message)
         if (f.method === "tools/list") {
           const list = ListToolsResultSchema.safeParse(message.result)
-          if (list.success) tools = list.data.tools
+          // a later page adds to the tools the judges see (a tool listed again replaces its old entry); a first page starts afresh
+          if (list.success) tools = f.laterPage === true ? mergeTools(tools, list.data.tools) : list.data.tools
           if (opts.hideTools !== undefined) {
             // a list the gate cannot read is not passed on unfiltered: hiding fails closed
-            if (!list.success || !isRecord(message.result)) {
+            if (!list.success || !isObject(message.result)) {
               return toClient(errorMessage(f.id, ErrorCode.InternalError, "the server's tools/list answer cannot be read, so the gate cannot hide the tools its policy does not grant"), f.id)
             }
             return answerToolsList(opts.hideTools, f.id, { ...message, result: message.result }, list.data.tools)
           }
         }
-        if (f.method === "initialize" && isRecord(message.result) && typeof message.result.protocolVersion === "string") {
+        if (f.method === "initialize" && isObject(message.result) && typeof message.result.protocolVersion === "string") {
           upstream.setProtocolVersion?.(message.result.protocolVersion)
         }
       }
       return toClient(message, f.id)
     }
     if (isJSONRPCNotification(message) && message.method === "notifications/progress") {
-      const token = isRecord(message.params) ? message.params.progressToken : undefined
+      const token = isObject(message.params) ? message.params.progressToken : undefined
       const related = token === undefined ? undefined : progress.get(String(token))
       return toClient(message, related)
     }
