@@ -152,6 +152,12 @@ export interface ResultEntry {
   readonly replaced: boolean
   readonly fail_policy: "closed" | "open"
   readonly screen_ms: number
+  /**
+   * set when the result was not new in its request (the client resent it) and this proxy had no
+   * word on it in memory (a restart, another replica, evicted): enforce rates it again rather than
+   * let it through unrated. Scoring counts the first rating of a result, not these.
+   */
+  readonly resent?: true
 }
 
 /**

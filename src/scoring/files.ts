@@ -119,6 +119,8 @@ export interface ScreenedResult {
   readonly tool_call_id: string | null
   readonly flagged: boolean
   readonly replaced: boolean
+  /** a resent result rated again (src/screening/Screening.ts): not counted a second time */
+  readonly resent?: true
 }
 
 /** A result ruling from a parsed audit line, or null when the line is not one. */
@@ -130,6 +132,7 @@ export const resultRecordOf = (v: unknown): ScreenedResult | null => {
     tool_call_id: str(v.tool_call_id),
     flagged: v.flagged,
     replaced: v.replaced === true,
+    ...(v.resent === true ? { resent: true as const } : {}),
     ...(typeof v.attempt === "number" && Number.isSafeInteger(v.attempt) && v.attempt > 0 ? { attempt: v.attempt } : {})
   }
 }

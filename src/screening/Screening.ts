@@ -10,9 +10,12 @@
  *   records; `baseline` (and un-gated routes) screen nothing.
  * - Which results: a conversation resends its old results every turn, so only the fresh ones (after
  *   the last model turn, `ToolResult.fresh`) are rated and recorded — one `type: "result"` audit
- *   record each, written before the request goes on. In enforce, a flagged result is remembered (by
- *   episode, call id and text; the last {@link FLAGGED_MEMORY} of them, in this process) so that when
- *   the client resends it on a later turn it is replaced again, without a new judge call or record.
+ *   record each, written before the request goes on. In enforce, every rated result's word is
+ *   remembered (by episode, call id and text; the last {@link SCREEN_MEMORY} of them, in this
+ *   process) so that when the client resends it on a later turn a flagged one is replaced again and
+ *   a clean one passes, without a new judge call or record. The memory is only a cache: a resent
+ *   result it has no word on (after a restart, on another replica, or evicted) is rated again and
+ *   recorded with `resent: true`, so no resent result reaches the model unrated in enforce.
  * - A judge that fails (error, timeout after `proxy.judge_timeout_s`, defect) gives a failed verdict;
  *   `proxy.fail_policy` decides: `closed` flags the result, `open` lets it through. Both are recorded.
  * - An audit write failure is the only error: the request is then not forwarded (503, as for calls).
@@ -29,8 +32,8 @@ import { attemptOf } from "../domain/attempt.js"
 import { failed, type Verdict } from "../domain/verdict.js"
 import type { ToolResult } from "./results.js"
 
-/** How many flagged results an enforcing proxy remembers, to replace them again when resent. */
-export const FLAGGED_MEMORY = 10_000
+/** How many rated results an enforcing proxy remembers (flagged or not), to rule them again without a judge call when resent. */
+export const SCREEN_MEMORY = 10_000
 
 /** What the screen needs to know about the request whose results it rates. */
 export interface ScreenRequest {
@@ -128,14 +131,20 @@ export const makeScreening = ({ settings, judge, screen, audit }: ScreeningDeps)
   const s = settings.screening
   const deadline = Duration.seconds(p.judge_timeout_s)
   const notice = s.notice.split("{judge}").join(judge.judge)
-  const flaggedSeen = new Map<string, true>()
-  const remember = (key: string) => {
-    flaggedSeen.delete(key)
-    flaggedSeen.set(key, true)
-    if (flaggedSeen.size > FLAGGED_MEMORY) {
-      const oldest = flaggedSeen.keys().next()
-      if (!oldest.done) flaggedSeen.delete(oldest.value)
+  /** enforce's word on results rated before: key → flagged (least recently used first) */
+  const seen = new Map<string, boolean>()
+  const remember = (key: string, flagged: boolean) => {
+    seen.delete(key)
+    seen.set(key, flagged)
+    if (seen.size > SCREEN_MEMORY) {
+      const oldest = seen.keys().next()
+      if (!oldest.done) seen.delete(oldest.value)
     }
+  }
+  const recall = (key: string): boolean | undefined => {
+    const flagged = seen.get(key)
+    if (flagged !== undefined) remember(key, flagged)
+    return flagged
   }
 
   /** the judge's verdict on one text; never fails (a failure is a failed verdict) */
@@ -169,9 +178,19 @@ export const makeScreening = ({ settings, judge, screen, audit }: ScreeningDeps)
       if (req.arm === "baseline" || results.length === 0) return []
       const enforce = req.arm === "enforce"
       const ctx = req.context
-      const fresh = results.filter((r) => r.fresh)
+      // what is rated: the fresh results; in enforce also a resent one this process has no word on
+      const recalled = new Map<ToolResult, boolean>()
+      const toRate: Array<ToolResult> = []
+      for (const r of results) {
+        if (r.fresh) toRate.push(r)
+        else if (enforce) {
+          const word = recall(memoryKey(ctx.episodeId, r))
+          if (word === undefined) toRate.push(r)
+          else recalled.set(r, word)
+        }
+      }
       const rated = yield* Effect.forEach(
-        fresh,
+        toRate,
         (r) =>
           Effect.gen(function* () {
             const start = yield* Clock.currentTimeNanos
@@ -208,18 +227,16 @@ export const makeScreening = ({ settings, judge, screen, audit }: ScreeningDeps)
           flagged,
           replaced,
           fail_policy: p.fail_policy,
-          screen_ms: ms
+          screen_ms: ms,
+          ...(r.fresh ? {} : { resent: true as const })
         }
         const record = yield* audit.append(ctx.runId, entry)
-        if (replaced) remember(memoryKey(ctx.episodeId, r))
+        // a failed verdict is not remembered: the next resend asks the judge again
+        if (enforce && verdict.status === "ok") remember(memoryKey(ctx.episodeId, r), flagged)
         rulings.push({ result: r, flagged, replaced, notice: replaced ? notice : null, verdict, seq: record.seq })
       }
-      if (enforce) {
-        for (const r of results) {
-          if (!r.fresh && flaggedSeen.has(memoryKey(ctx.episodeId, r))) {
-            rulings.push({ result: r, flagged: true, replaced: true, notice, verdict: null })
-          }
-        }
+      for (const [r, flagged] of recalled) {
+        if (flagged) rulings.push({ result: r, flagged: true, replaced: true, notice, verdict: null })
       }
       return rulings
     })

@@ -18,7 +18,9 @@ import { Settings } from "../../src/config/service.js"
 import { decodeSettings, defaultSettings } from "../../src/config/settings.js"
 import type { ResultRecord } from "../../src/domain/audit-record.js"
 import { decided } from "../../src/domain/verdict.js"
-import { Screening, screenResults } from "../../src/screening/Screening.js"
+import { makeScreening, Screening, screenResults } from "../../src/screening/Screening.js"
+import { resultRecordOf } from "../../src/scoring/files.js"
+import { flaggedResults } from "../../src/scoring/flagged-results.js"
 import type { ToolResult } from "../../src/screening/results.js"
 import { stubUpstreams } from "../support/upstreams-stub.js"
 
@@ -93,6 +95,60 @@ describe("the result screen's service", () => {
       expect(rec!.verdict).toMatchObject({ status: "error", reason: "down" })
       expect(rec!.fail_policy).toBe("open")
     }).pipe(Effect.provide(screening("broken", "open"))))
+
+  it.effect("enforce, a resent result: recalled without a judge call when this proxy rated it; rated again (resent: true) after a restart, never passed unrated", () =>
+    Effect.gen(function* () {
+      const settings = yield* Settings
+      const audit = yield* AuditSink
+      let asked = 0
+      const counting: Judge = { ...wordJudge, screen: (text, c) => Effect.suspend(() => ((asked += 1), wordJudge.screen!(text, c))) }
+      const proxyRun = () => makeScreening({ settings, judge: counting, screen: counting.screen!, audit })
+      const turn1 = [mcpResult("do evil", "8"), mcpResult("all fine", "9")]
+      const turn2 = turn1.map((r) => ({ ...r, fresh: false }))
+      const first = proxyRun()
+      yield* first.screenResults({ arm: "enforce", wire: "chat", context: ctx }, turn1)
+      expect(asked).toBe(2)
+      // the same process: the flagged one replaced again, the clean one passes, no judge call, no record
+      const again = yield* first.screenResults({ arm: "enforce", wire: "chat", context: ctx }, turn2)
+      expect(again.map((r) => [r.result.callId, r.replaced, r.verdict])).toEqual([["8", true, null]])
+      expect(asked).toBe(2)
+      expect((yield* results).length).toBe(2)
+      // a restarted proxy (no memory): both resent results are rated again and recorded as resent
+      const restarted = proxyRun()
+      const afterRestart = yield* restarted.screenResults({ arm: "enforce", wire: "chat", context: ctx }, turn2)
+      expect(afterRestart.map((r) => [r.result.callId, r.flagged, r.replaced])).toEqual([
+        ["8", true, true],
+        ["9", false, false]
+      ])
+      expect(asked).toBe(4)
+      const recs = yield* results
+      expect(recs.map((r) => [r.tool_call_id, r.resent ?? false])).toEqual([
+        ["8", false],
+        ["9", false],
+        ["8", true],
+        ["9", true]
+      ])
+      // counted once each in scoring
+      expect(flaggedResults(recs.map((r) => resultRecordOf(r)!))).toMatchObject({ screened: 2, flagged: 1, replaced: 1 })
+      // shadow never rates a resent result (nothing it says changes what the agent reads)
+      yield* proxyRun().screenResults({ arm: "shadow", wire: "chat", context: ctx }, turn2)
+      expect(asked).toBe(4)
+    }).pipe(Effect.provide(screening("words"))))
+
+  it.effect("enforce, a resent result whose rating failed is rated again next time (a failed verdict is not remembered)", () =>
+    Effect.gen(function* () {
+      const settings = yield* Settings
+      const audit = yield* AuditSink
+      let down = true
+      const flaky: Judge = { ...wordJudge, screen: (text, c) => (down ? brokenJudge.screen!(text, c) : wordJudge.screen!(text, c)) }
+      const s = makeScreening({ settings, judge: flaky, screen: flaky.screen!, audit })
+      const [r1] = yield* s.screenResults({ arm: "enforce", wire: "chat", context: ctx }, [mcpResult("all fine")])
+      expect(r1!.replaced).toBe(true) // fail_policy closed
+      down = false
+      const again = yield* s.screenResults({ arm: "enforce", wire: "chat", context: ctx }, [{ ...mcpResult("all fine"), fresh: false }])
+      expect(again.map((r) => [r.flagged, r.replaced])).toEqual([[false, false]])
+      expect((yield* results).map((r) => r.resent ?? false)).toEqual([false, true])
+    }).pipe(Effect.provide(screening("words"))))
 
   it.effect("screening off: nothing is screened", () =>
     Effect.gen(function* () {
