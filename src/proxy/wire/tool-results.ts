@@ -5,8 +5,13 @@
  *
  * - chat: `messages[i]` with role `tool` (`tool_call_id`) or the legacy `function` (no id); content
  *   a string or a list of `text` parts. Fresh = after the last `assistant` message.
- * - Responses: `input[i]` of type `function_call_output` (`call_id`), `output` a string or a list of
- *   `input_text`/`output_text` parts. Fresh = after the last `function_call` item or assistant message.
+ * - Responses: `input[i]` of the output item types a client sends back for the calls it ran:
+ *   `function_call_output` and `custom_tool_call_output` (`call_id`; `output` a string or a list of
+ *   `input_text`/`output_text` parts), `local_shell_call_output` (`id` of the call; `output` a
+ *   string), `shell_call_output` (`call_id`; `output` a list of `{stdout, stderr, outcome}`),
+ *   `apply_patch_call_output` (`call_id`; `output` the tool's log, optional). A
+ *   `computer_call_output` is a screenshot: no text. Fresh = after the last model item (a call item
+ *   of any client-run kind, or an assistant message).
  * - Messages: the `tool_result` blocks (`tool_use_id`) of `messages[i].content`, content a string or
  *   a list of `text` blocks. Fresh = in a message after the last `assistant` message.
  *
@@ -42,8 +47,41 @@ export const replaceChatResult = (body: Record<string, unknown>, at: ResultPosit
   if (isObject(m)) m.content = notice
 }
 
+/** Input items the model produced: its calls of every client-run kind, and assistant messages. */
+const MODEL_ITEM_TYPES: ReadonlySet<unknown> = new Set(["function_call", "custom_tool_call", "computer_call", "local_shell_call", "shell_call", "apply_patch_call"])
+
 const isModelItem = (i: unknown): boolean =>
-  isObject(i) && (i.type === "function_call" || (i.role === "assistant" && (i.type === undefined || i.type === "message")))
+  isObject(i) && (MODEL_ITEM_TYPES.has(i.type) || (i.role === "assistant" && (i.type === undefined || i.type === "message")))
+
+const RESPONSES_TEXT_PARTS = ["input_text", "output_text", "text"]
+
+/** The text of a shell call's output chunks: each chunk's stdout then stderr, non-empty ones joined by newlines. */
+const shellOutputText = (output: unknown): string | null => {
+  if (!Array.isArray(output)) return null
+  const parts: Array<string> = []
+  for (const chunk of output) {
+    if (!isObject(chunk)) continue
+    for (const stream of [chunk.stdout, chunk.stderr]) if (typeof stream === "string" && stream !== "") parts.push(stream)
+  }
+  return parts.length === 0 ? null : parts.join("\n")
+}
+
+/** The call id and text of one Responses output item a client sends back; null when it is not one, or has no text. */
+const responsesOutput = (item: Record<string, unknown>): { readonly callId: string | null; readonly text: string | null } | null => {
+  switch (item.type) {
+    case "function_call_output":
+    case "custom_tool_call_output":
+      return { callId: idOf(item.call_id), text: contentText(item.output, RESPONSES_TEXT_PARTS) }
+    case "local_shell_call_output":
+      return { callId: idOf(item.id), text: typeof item.output === "string" ? item.output : null }
+    case "shell_call_output":
+      return { callId: idOf(item.call_id), text: shellOutputText(item.output) }
+    case "apply_patch_call_output":
+      return { callId: idOf(item.call_id), text: typeof item.output === "string" ? item.output : null }
+    default:
+      return null
+  }
+}
 
 export const responsesResults = (body: Record<string, unknown>): ReadonlyArray<ToolResult> => {
   const input = body.input
@@ -51,17 +89,23 @@ export const responsesResults = (body: Record<string, unknown>): ReadonlyArray<T
   const lastModel = lastIndex(input, isModelItem)
   const out: Array<ToolResult> = []
   input.forEach((item, index) => {
-    if (!isObject(item) || item.type !== "function_call_output") return
-    const text = contentText(item.output, ["input_text", "output_text", "text"])
-    if (text === null) return
-    out.push({ position: { index, block: null }, callId: idOf(item.call_id), text, fresh: index > lastModel })
+    if (!isObject(item)) return
+    const result = responsesOutput(item)
+    if (result === null || result.text === null) return
+    out.push({ position: { index, block: null }, callId: result.callId, text: result.text, fresh: index > lastModel })
   })
   return out
 }
 
+/** Put the notice in place of an output item's output, in the shape its type has (a shell call's output stays a list of chunks). */
 export const replaceResponsesResult = (body: Record<string, unknown>, at: ResultPosition, notice: string): void => {
   const item: unknown = Array.isArray(body.input) ? body.input[at.index] : undefined
-  if (isObject(item)) item.output = notice
+  if (!isObject(item)) return
+  if (item.type === "shell_call_output") {
+    const first: unknown = Array.isArray(item.output) ? item.output[0] : undefined
+    const outcome = isObject(first) && isObject(first.outcome) ? first.outcome : { type: "exit", exit_code: 0 }
+    item.output = [{ stdout: notice, stderr: "", outcome }]
+  } else item.output = notice
 }
 
 export const messagesResults = (body: Record<string, unknown>): ReadonlyArray<ToolResult> => {
