@@ -127,7 +127,7 @@ describe("result screening on the HTTP routes", () => {
         expect(h.fake.requests.some((q) => (q.body as { model?: string }).model === "prompt-guard")).toBe(false)
       }))
 
-    it.effect("only results after the last assistant turn are screened", () =>
+    it.effect("results after the last assistant turn are new; an older one this proxy never rated is rated in enforce (resent), never in shadow", () =>
       Effect.gen(function* () {
         const h = yield* Harness
         h.fake.reset()
@@ -138,8 +138,14 @@ describe("result screening on the HTTP routes", () => {
           { role: "assistant", content: null, tool_calls: [{ id: "call_new", type: "function", function: { name: "weather", arguments: "{}" } }] },
           { role: "tool", tool_call_id: "call_new", content: [{ type: "text", text: INJECTED }] }
         ]
+        yield* post(h, { model: "agent@shadow:allow-all", messages }, { run: "scr-fresh" })
+        expect(resultRecords(h, "scr-fresh").map((x) => [x.tool_call_id, x.resent ?? false])).toEqual([["call_new", false]])
         yield* post(h, { model: "agent@enforce:allow-all", messages }, { run: "scr-fresh" })
-        expect(resultRecords(h, "scr-fresh").map((x) => x.tool_call_id)).toEqual(["call_new"])
+        expect(resultRecords(h, "scr-fresh").map((x) => [x.arm, x.tool_call_id, x.resent ?? false, x.flagged])).toEqual([
+          ["shadow", "call_new", false, true],
+          ["enforce", "call_old", true, false],
+          ["enforce", "call_new", false, true]
+        ])
         const sent = forwarded(h, "/v1/chat/completions").messages as Array<{ content: unknown }>
         expect(sent[4]!.content).toContain(NOTICE_MARK)
         expect(sent[2]!.content).toBe(CLEAN)
@@ -160,8 +166,8 @@ describe("result screening on the HTTP routes", () => {
         const e = yield* post(h, { model: "agent@enforce:allow-all", input, messages: undefined }, { run: "scr-resp", path: "responses" })
         expect(e.status).toBe(200)
         let sent = forwarded(h, "/v1/responses").input as Array<{ output?: unknown }>
-        // only the output after the last function_call is fresh
-        expect(sent[2]!.output).toBe(INJECTED)
+        // the output after the last function_call is new; the older one this proxy never rated is rated as resent, and withheld
+        expect(sent[2]!.output).toContain(NOTICE_MARK)
         expect(sent[4]!.output).toBe(CLEAN)
         const fresh = [input[0], input[1], input[2]]
         yield* post(h, { model: "agent@enforce:allow-all", input: fresh, messages: undefined }, { run: "scr-resp", path: "responses" })
@@ -170,10 +176,11 @@ describe("result screening on the HTTP routes", () => {
         yield* post(h, { model: "agent@shadow:allow-all", input: fresh, messages: undefined }, { run: "scr-resp", path: "responses" })
         sent = forwarded(h, "/v1/responses").input as Array<{ output?: unknown }>
         expect(sent[2]!.output).toBe(INJECTED)
-        expect(resultRecords(h, "scr-resp").map((x) => [x.wire, x.tool_call_id, x.arm, x.flagged, x.replaced])).toEqual([
-          ["responses", "fc_2", "enforce", false, false],
-          ["responses", "fc_1", "enforce", true, true],
-          ["responses", "fc_1", "shadow", true, false]
+        expect(resultRecords(h, "scr-resp").map((x) => [x.wire, x.tool_call_id, x.arm, x.flagged, x.replaced, x.resent ?? false])).toEqual([
+          ["responses", "fc_1", "enforce", true, true, true],
+          ["responses", "fc_2", "enforce", false, false, false],
+          ["responses", "fc_1", "enforce", true, true, false],
+          ["responses", "fc_1", "shadow", true, false, false]
         ])
       }))
 
