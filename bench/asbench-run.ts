@@ -44,12 +44,13 @@ import {
 import { chatBody, type Message } from "../src/adapters/agent-safetybench/client.js"
 import { type AsbenchCase, type AsbenchRecord, caseEnvironments, initialMessages } from "../src/adapters/agent-safetybench/episode.js"
 import { runAsbench } from "../src/adapters/agent-safetybench/run.js"
-import { openAppender } from "../src/adapters/agent-safetybench/store.js"
-import { asbenchRunDir, type Experiment, loadExperiment, routeFor, runIdFor, type Variant } from "../src/config/experiment.js"
+import { openAppender } from "../src/run-layout/store.js"
+import { asbenchRunDir, runIdFor } from "../src/run-layout/paths.js"
+import { type Experiment, loadExperiment, routeFor, type Variant } from "../src/config/experiment.js"
 import { Settings } from "../src/config/service.js"
 import { loadSettings, type Settings as SettingsShape } from "../src/config/settings.js"
 import { parsePythonJson, pyJsonDumps } from "../src/domain/python-json.js"
-import { Progress } from "../src/experiment/progress.js"
+import { Progress } from "../src/run-layout/progress.js"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const FIXTURE = path.join(ROOT, "examples/agent-safetybench-mini")

@@ -16,7 +16,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, existsSync } from "node:fs"
-import { tmpdir, cpus } from "node:os"
+import { tmpdir, cpus, loadavg } from "node:os"
 import * as path from "node:path"
 import { Pool } from "undici"
 
@@ -34,12 +34,17 @@ const PACED = process.argv.includes("--paced")
 const PACED_RATE = 29
 const PACED_REQUESTS = arg("paced-requests", 300)
 const CLI = path.resolve("dist/cli.mjs")
+/** the bundle the proxy runs: `BENCH_PROXY_CLI` names another (a copy of an earlier build, to compare builds in alternation) */
+const PROXY_CLI = path.resolve(process.env.BENCH_PROXY_CLI ?? CLI)
+const OTHER_CLI = process.env.BENCH_OTHER_CLI === undefined ? null : path.resolve(process.env.BENCH_OTHER_CLI)
+/** the measured requests (and the paced ones) are sent in this many interleaved rounds per target */
+const ROUNDS = arg("rounds", 5)
 const TICKS_PER_SECOND = 100
 
 const start = (args: ReadonlyArray<string>, ready: RegExp, script = CLI) =>
   new Promise<{ proc: ChildProcess; match: RegExpMatchArray }>((resolve, reject) => {
     const nodeArgs = args[0] === "proxy" ? (process.env.BENCH_PROXY_NODE_ARGS ?? "").split(" ").filter(Boolean) : []
-    const entry = script === CLI ? [CLI] : ["--import", "tsx", script]
+    const entry = script.endsWith(".mjs") ? [script] : ["--import", "tsx", script]
     const proc = spawn(process.execPath, [...nodeArgs, ...entry, ...args], { stdio: ["ignore", "pipe", "inherit"] })
     let out = ""
     let started = false
@@ -136,11 +141,11 @@ const paced = async (pool: Pool, pathname: string, payload: string, n: number, r
   }
 }
 
-/** CPU ms per request of process `pid` over `run` */
-const cpuPer = async (pid: number, n: number, run: () => Promise<unknown>) => {
+/** CPU ticks of process `pid` over `run` */
+const ticksOver = async (pid: number, run: () => Promise<unknown>) => {
   const before = cpuTicks(pid)
   await run()
-  return ((cpuTicks(pid) - before) / TICKS_PER_SECOND / n) * 1000
+  return cpuTicks(pid) - before
 }
 
 interface Row {
@@ -152,6 +157,9 @@ interface Row {
   /** CPU per request at ~29 requests/s (`--paced`) */
   pacedCpuMs?: number
   barePacedCpuMs?: number
+  /** the other build's (`BENCH_OTHER_CLI`), saturated and paced */
+  otherCpuMs?: number
+  otherPacedCpuMs?: number
   unloadedAdded: number
   directP50: number
   directP99: number
@@ -162,18 +170,28 @@ interface Row {
 
 const main = async () => {
   if (!existsSync(CLI)) throw new Error("run `npm run build` first")
+  const loadBefore = loadavg()[0]!
   const dir = mkdtempSync(path.join(tmpdir(), "vetobench-bench-"))
   mkdirSync(path.join(dir, "configs"))
   const fake = await start(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:(\d+))\/v1/)
   const config = path.join(dir, "configs", "vetobench.yaml")
   writeFileSync(config, `upstreams:\n  - name: fake\n    base_url: ${fake.match[1]}/v1\nproxy:\n  port: 0\n`)
-  const proxy = await start(["proxy", "-c", config], /veto-proxy (http:\/\/127\.0\.0\.1:\d+)\/v1/)
+  const proxy = await start(["proxy", "-c", config], /veto-proxy (http:\/\/127\.0\.0\.1:\d+)\/v1/, PROXY_CLI)
   const direct = new Pool(fake.match[1]!, { connections: CONCURRENCY })
   const viaProxy = new Pool(proxy.match[1]!, { connections: CONCURRENCY })
   const bare = BARE
     ? await start(["--upstream", `${fake.match[1]}/v1`, "--audit", path.join(dir, "bare.jsonl")], /bare gate (http:\/\/127\.0\.0\.1:\d+)/, path.resolve("bench/bare-gate.ts"))
     : null
   const viaBare = bare === null ? null : new Pool(bare.match[1]!, { connections: CONCURRENCY })
+  // another build of the proxy, measured in the same rounds (`BENCH_OTHER_CLI`: e.g. the build before a change)
+  // (its own settings directory: its own audit files, which one proxy at a time may write)
+  const otherConfig = path.join(dir, "other", "configs", "vetobench.yaml")
+  if (OTHER_CLI !== null) {
+    mkdirSync(path.dirname(otherConfig), { recursive: true })
+    writeFileSync(otherConfig, readFileSync(config))
+  }
+  const other = OTHER_CLI === null ? null : await start(["proxy", "-c", otherConfig], /veto-proxy (http:\/\/127\.0\.0\.1:\d+)\/v1/, OTHER_CLI)
+  const viaOther = other === null ? null : new Pool(other.match[1]!, { connections: CONCURRENCY })
   const rows: Array<Row> = []
   try {
     for (const [kind, stream] of [["JSON, one tool call", false], ["SSE, one tool call (gated)", true]] as const) {
@@ -181,24 +199,48 @@ const main = async () => {
         const mode = `${route.path} ${kind}`
         const plain = route.body("qwen3.8-27b", stream)
         const gated = route.body("qwen3.8-27b@enforce:allow-all", stream)
+        const chat = route.name === "chat"
         await load(direct, route.path, plain, WARMUP)
         await load(viaProxy, route.path, gated, WARMUP)
+        if (viaOther !== null) await load(viaOther, route.path, gated, WARMUP)
+        if (viaBare !== null && chat) await load(viaBare, route.path, plain, WARMUP)
         const d = await load(direct, route.path, plain, REQUESTS)
-        const before = cpuTicks(proxy.proc.pid!)
-        const p = await load(viaProxy, route.path, gated, REQUESTS)
-        const ticks = cpuTicks(proxy.proc.pid!) - before
+        // the CPU figures in interleaved rounds (proxy, the other build, the bare gate): a load that
+        // changes during the run weighs on each of them alike
+        const per = Math.ceil(REQUESTS / ROUNDS)
+        const p: Array<number> = []
+        let ticks = 0
+        let otherTicks = 0
+        let bareTicks = 0
+        for (let r = 0; r < ROUNDS; r++) {
+          ticks += await ticksOver(proxy.proc.pid!, async () => p.push(...(await load(viaProxy, route.path, gated, per))))
+          if (other !== null && viaOther !== null) otherTicks += await ticksOver(other.proc.pid!, () => load(viaOther, route.path, gated, per))
+          if (bare !== null && viaBare !== null && chat) bareTicks += await ticksOver(bare.proc.pid!, () => load(viaBare, route.path, plain, per))
+        }
+        const perRequest = (t: number) => (t / TICKS_PER_SECOND / (per * ROUNDS)) * 1000
         // one request at a time: the latency the proxy adds when nothing queues
         const d1 = await load(direct, route.path, plain, UNLOADED, 1)
         const p1 = await load(viaProxy, route.path, gated, UNLOADED, 1)
-        let bareCpuMs: number | undefined
+        const bareCpuMs = bare !== null && chat ? perRequest(bareTicks) : undefined
+        const otherCpuMs = other !== null ? perRequest(otherTicks) : undefined
         let barePacedCpuMs: number | undefined
         let pacedCpuMs: number | undefined
-        if (viaBare !== null && bare !== null && route.name === "chat") {
-          await load(viaBare, route.path, plain, WARMUP)
-          bareCpuMs = await cpuPer(bare.proc.pid!, REQUESTS, () => load(viaBare, route.path, plain, REQUESTS))
-          if (PACED) barePacedCpuMs = await cpuPer(bare.proc.pid!, PACED_REQUESTS, () => paced(viaBare, route.path, plain, PACED_REQUESTS, PACED_RATE))
+        let otherPacedCpuMs: number | undefined
+        if (PACED) {
+          const n = Math.ceil(PACED_REQUESTS / ROUNDS)
+          let pt = 0
+          let ot = 0
+          let bt = 0
+          for (let r = 0; r < ROUNDS; r++) {
+            pt += await ticksOver(proxy.proc.pid!, () => paced(viaProxy, route.path, gated, n, PACED_RATE))
+            if (other !== null && viaOther !== null) ot += await ticksOver(other.proc.pid!, () => paced(viaOther, route.path, gated, n, PACED_RATE))
+            if (bare !== null && viaBare !== null && chat) bt += await ticksOver(bare.proc.pid!, () => paced(viaBare, route.path, plain, n, PACED_RATE))
+          }
+          const pacedPer = (t: number) => (t / TICKS_PER_SECOND / (n * ROUNDS)) * 1000
+          pacedCpuMs = pacedPer(pt)
+          if (other !== null) otherPacedCpuMs = pacedPer(ot)
+          if (bare !== null && chat) barePacedCpuMs = pacedPer(bt)
         }
-        if (PACED) pacedCpuMs = await cpuPer(proxy.proc.pid!, PACED_REQUESTS, () => paced(viaProxy, route.path, gated, PACED_REQUESTS, PACED_RATE))
         rows.push({
           mode,
           route: route.name,
@@ -206,12 +248,14 @@ const main = async () => {
           ...(bareCpuMs !== undefined ? { bareCpuMs } : {}),
           ...(barePacedCpuMs !== undefined ? { barePacedCpuMs } : {}),
           ...(pacedCpuMs !== undefined ? { pacedCpuMs } : {}),
+          ...(otherCpuMs !== undefined ? { otherCpuMs } : {}),
+          ...(otherPacedCpuMs !== undefined ? { otherPacedCpuMs } : {}),
           unloadedAdded: percentile(p1, 50) - percentile(d1, 50),
           directP50: percentile(d, 50),
           directP99: percentile(d, 99),
           proxyP50: percentile(p, 50),
           proxyP99: percentile(p, 99),
-          cpuMs: (ticks / TICKS_PER_SECOND / REQUESTS) * 1000
+          cpuMs: perRequest(ticks)
         })
       }
     }
@@ -219,6 +263,8 @@ const main = async () => {
     await direct.close()
     await viaProxy.close()
     await viaBare?.close()
+    await viaOther?.close()
+    other?.proc.kill("SIGTERM")
     bare?.proc.kill("SIGTERM")
     proxy.proc.kill("SIGTERM")
     fake.proc.kill("SIGTERM")
@@ -230,11 +276,11 @@ const main = async () => {
     return chat === undefined || r.route === "chat" ? "—" : `${((r.cpuMs / chat.cpuMs) * 100).toFixed(0)} %`
   }
   const table = [
-    "| mode | proxy CPU / request | CPU vs chat | added p50, one at a time | direct p50 | direct p99 | via proxy p50 | via proxy p99 | added p50 | added p99 |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    "| mode | proxy CPU / request | CPU vs chat | added p50, one at a time | direct p50 | direct p99 | via proxy p50 | via proxy p99 | via proxy p99/p50 | added p50 | added p99 |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     ...rows.map(
       (r) =>
-        `| ${r.mode} | ${f(r.cpuMs)} ms | ${vsChat(r)} | ${f(r.unloadedAdded)} ms | ${f(r.directP50)} ms | ${f(r.directP99)} ms | ${f(r.proxyP50)} ms | ${f(r.proxyP99)} ms | ${f(r.proxyP50 - r.directP50)} ms | ${f(r.proxyP99 - r.directP99)} ms |`
+        `| ${r.mode} | ${f(r.cpuMs)} ms | ${vsChat(r)} | ${f(r.unloadedAdded)} ms | ${f(r.directP50)} ms | ${f(r.directP99)} ms | ${f(r.proxyP50)} ms | ${f(r.proxyP99)} ms | ${(r.proxyP99 / r.proxyP50).toFixed(1)} | ${f(r.proxyP50 - r.directP50)} ms | ${f(r.proxyP99 - r.directP99)} ms |`
     )
   ].join("\n")
   // issue 23's figures: veto-proxy's CPU per request as a multiple of the bare gate's, saturated and paced
@@ -253,11 +299,20 @@ const main = async () => {
           })
         ].join("\n")
       : ""
+  const otherTable =
+    OTHER_CLI === null
+      ? ""
+      : [
+          "",
+          `| mode | this build, saturated | other build (${path.basename(path.dirname(OTHER_CLI))}), saturated | this / other | this build, paced | other build, paced |`,
+          "|---|---|---|---|---|---|",
+          ...rows.map((r) => `| ${r.mode} | ${f(r.cpuMs)} ms | ${ms(r.otherCpuMs)} | ${times(r.cpuMs, r.otherCpuMs)} | ${ms(r.pacedCpuMs)} | ${ms(r.otherPacedCpuMs)} |`)
+        ].join("\n")
   const section = [
     "<!-- proxy-overhead:start -->",
-    `Run ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model.trim() ?? "cpu"}, Node ${process.version}; ${REQUESTS} measured requests per mode after ${WARMUP} warm-up, concurrency ${CONCURRENCY} (and ${UNLOADED} requests one at a time for the unloaded figure); enforce arm, static \`allow-all\` judge, audit on (one fsynced record per call).`,
+    `Run ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model.trim() ?? "cpu"}, Node ${process.version}, load average ${loadBefore.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end; ${REQUESTS} measured requests per mode after ${WARMUP} warm-up, concurrency ${CONCURRENCY}, the CPU figures in ${ROUNDS} interleaved rounds per target (and ${UNLOADED} requests one at a time for the unloaded figure); enforce arm, static \`allow-all\` judge, audit on (one fsynced record per call).`,
     "",
-    bareTable === "" ? table : `${table}\n${bareTable}`,
+    `${table}${bareTable === "" ? "" : `\n${bareTable}`}${otherTable === "" ? "" : `\n${otherTable}`}`,
     "<!-- proxy-overhead:end -->"
   ].join("\n")
   console.log(section)

@@ -19,7 +19,7 @@ import { Effect, Either, Layer } from "effect"
 import { defaultPlugins } from "../judges/plugins.js"
 import { decodeExperiment } from "../src/config/experiment.js"
 import { defaultSettings } from "../src/config/settings.js"
-import { Progress, type ProgressEvent } from "../src/experiment/progress.js"
+import { Progress, type ProgressEvent } from "../src/run-layout/progress.js"
 import { replayBench, replayGateLayer } from "../src/experiment/replay.js"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")

@@ -29,7 +29,7 @@ import type { JudgeContext } from "../judges/Judge.js"
 import { decide, type DecideOptions } from "../judges/rule/evaluate.js"
 import { makeRuleJudge } from "../judges/rule/kind.js"
 import { buildPolicy, loadPolicyFile, parsePolicyText } from "../judges/rule/policy.js"
-import { asbenchSkeleton } from "../judges/rule/skeleton.js"
+import { asbenchSkeleton } from "../src/adapters/agent-safetybench/skeleton.js"
 import type { ToolCallView } from "../src/domain/tool-call.js"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")

@@ -6,7 +6,7 @@ import { Context, Effect, Layer } from "effect"
 import { Settings } from "../src/config/service.js"
 import { type Judge, JudgeConfigError } from "./Judge.js"
 import { JudgeKinds } from "./registry.js"
-import { BUILTIN_JUDGES } from "./static.js"
+import { BUILTIN_JUDGES } from "../src/config/builtin-judges.js"
 
 export interface JudgesShape {
   readonly get: (name: string) => Judge | undefined

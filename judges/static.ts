@@ -1,9 +1,8 @@
 /**
  * `kind: static` — a control judge that always answers the same decision. `allow-all` and
- * `deny-all` exist even when not configured (see `BUILTIN_JUDGES`).
+ * `deny-all` exist even when not configured (`BUILTIN_JUDGES`, src/config/builtin-judges.ts).
  */
 import { Effect, Schema } from "effect"
-import type { JudgeSpec } from "../src/config/settings.js"
 import { decided } from "../src/domain/verdict.js"
 import type { Judge } from "./Judge.js"
 import type { JudgeKind } from "./registry.js"
@@ -31,9 +30,3 @@ export const StaticKind: JudgeKind = {
 }
 
 export const staticPlugin = Effect.succeed(StaticKind)
-
-/** Judges that exist without configuration (a configured judge of the same name wins). */
-export const BUILTIN_JUDGES: Readonly<Record<string, JudgeSpec>> = {
-  "allow-all": { kind: "static", decision: "allow" },
-  "deny-all": { kind: "static", decision: "deny" }
-}

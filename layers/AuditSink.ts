@@ -40,8 +40,8 @@ import type { ChainTip } from "../src/domain/audit-chain.js"
 import type { AuditEntry, AuditRecord } from "../src/domain/audit-record.js"
 import { ANCHOR_SCHEMA, makeCheckpoint, type Signer } from "../src/domain/checkpoint.js"
 import { EMPTY_EDGE, edgeRoot, type MerkleEdge, MerkleEdgeBuilder } from "../src/domain/merkle.js"
-import { recordHashesOf } from "../src/audit/record-hashes.js"
-import { isRunId, RUN_ID_GRAMMAR, RUN_ID_MAX_LENGTH, runIdProblem } from "../src/domain/run-id.js"
+import { recordHashesOf } from "../src/domain/record-hashes.js"
+import { auditFileName, RUN_ID_GRAMMAR, runIdProblem } from "../src/domain/run-id.js"
 
 interface AuditErrorFields {
   readonly file: string
@@ -95,25 +95,6 @@ export interface AuditMemoryShape {
 }
 
 export class AuditMemory extends Context.Tag("vetobench/AuditMemory")<AuditMemory, AuditMemoryShape>() {}
-
-/**
- * `<name>.jsonl` of a run: a run id of the grammar (`isRunId`) unchanged, `adhoc` for null. Anything
- * else is mapped into the grammar, for callers that only name files (the file sink refuses such ids):
- * every run of characters outside `[A-Za-z0-9_.-]` becomes one `_`, the result is cut to
- * {@link RUN_ID_MAX_LENGTH}, characters before the first letter or digit and trailing `_` are stripped,
- * the dot of a reserved part (`.anchor`, `.jsonl`, `.lock`, `.torn-`) becomes `_`; `adhoc` when nothing
- * is left. Different invalid ids can share a name: never pick a file to write by this mapping.
- */
-export const auditFileName = (runId: string | null): string => {
-  if (runId === null || isRunId(runId)) return `${runId ?? "adhoc"}.jsonl`
-  const name = runId
-    .replace(/[^A-Za-z0-9_.-]+/g, "_")
-    .slice(0, RUN_ID_MAX_LENGTH)
-    .replace(/^[^A-Za-z0-9]+/, "")
-    .replace(/\.(?=(?:anchor|jsonl|lock)(?:\.|$)|torn-)/gi, "_")
-    .replace(/_+$/, "")
-  return `${isRunId(name) ? name : "adhoc"}.jsonl`
-}
 
 /** Why `runId` cannot name an audit file, naming the grammar; null for a run id or null (`adhoc`). */
 const runIdError = (dir: string, runId: string | null): AuditWriteError | null => {

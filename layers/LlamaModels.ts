@@ -19,7 +19,7 @@
  */
 import { Context, Data, Effect, Layer } from "effect"
 import type { Llama, LlamaChat, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel } from "node-llama-cpp"
-import { importNodeLlamaCpp, type NodeLlamaCpp, startLlama } from "../judges/llama-cpp/binding.js"
+import { importNodeLlamaCpp, type NodeLlamaCpp, startLlama } from "./llama-binding.js"
 import { Metrics } from "./Metrics.js"
 
 /** A model cannot be used: `key` is the judge setting at fault (`kind` when the library or platform is). */

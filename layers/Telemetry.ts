@@ -22,7 +22,7 @@
 import type { SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Config, Context, Effect, Layer, Option, Tracer } from "effect"
 import type { TelemetrySettings } from "../src/config/settings.js"
-import { VERSION } from "../src/version.js"
+import { VERSION } from "../src/domain/version.js"
 
 export interface TelemetryShape {
   /** the tracer the proxy's spans go to; null = tracing off */

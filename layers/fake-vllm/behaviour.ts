@@ -199,8 +199,40 @@ export const matchScript = (messages: ReadonlyArray<Record<string, unknown>>, sc
   )
 }
 
+/**
+ * The oracle agent (docs/agentdojo.md): a request that carries its own script in the body field
+ * `vetobench_oracle` (`{turns: [{calls?: [{name, arguments}], content?}], tool_filter?: string}`, sent
+ * by the AgentDojo launcher with `oracle: true`; the proxy forwards unknown body fields, judges never
+ * see them). The answer is `turns[k]`, k = the number of assistant messages with tool calls already in
+ * the request, so the script is stateless (retries and resumed episodes get the same answers) and
+ * answers in between without calls (AgentDojo's tool-filter answer) do not shift it. Only calls of
+ * tools the request offers are proposed (a filtered tool list hides the others, as from a real model).
+ * A request with `tool_choice: "none"` (AgentDojo's tool_filter) gets `tool_filter` as its text, or
+ * every offered tool's name. Past the last turn: `Task finished.`. Null when the body has no script.
+ */
+export const oracleAnswer = (body: Record<string, unknown>): Answer | null => {
+  const script = body.vetobench_oracle
+  if (!isObject(script)) return null
+  const tools = offeredTools(body).map((t) => t.name)
+  if (body.tool_choice === "none") {
+    return { content: typeof script.tool_filter === "string" ? script.tool_filter : tools.join(", "), calls: [] }
+  }
+  const turns = Array.isArray(script.turns) ? script.turns : []
+  const k = messagesOf(body).filter((m) => m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0).length
+  const turn: unknown = turns[k]
+  if (!isObject(turn)) return { content: TASK_FINISHED, calls: [] }
+  const calls: Array<ProposedCall> = []
+  for (const c of Array.isArray(turn.calls) ? turn.calls : []) {
+    if (isObject(c) && typeof c.name === "string" && tools.includes(c.name)) calls.push({ name: c.name, arguments: encodeArguments(c.arguments ?? {}) })
+  }
+  const content = typeof turn.content === "string" ? turn.content : null
+  return { content: calls.length === 0 && content === null ? TASK_FINISHED : content, calls }
+}
+
 /** What an agent model answers (§14.5 heuristics, `knobs.nextCalls`, or a matching `knobs.scripts` entry). */
 export const agentAnswer = (body: Record<string, unknown>, knobs: AnswerKnobs): Answer => {
+  const oracle = knobs.nextCalls === null ? oracleAnswer(body) : null
+  if (oracle !== null) return oracle
   const finish = (calls: ReadonlyArray<ProposedCall>, content: string | null): Answer => ({
     content,
     calls: knobs.malformed ? calls.map((c) => ({ name: c.name, arguments: breakJson(c.arguments) })) : calls

@@ -20,8 +20,9 @@ import { smokeCommand } from "./smoke.js"
 import { splitCommand } from "./split.js"
 import { verifyAuditCommand } from "./verify-audit.js"
 import { verifyResultsCommand } from "./verify-results.js"
+import { viewCommand } from "./view.js"
 
-const subcommands = [proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, verifyResultsCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, mergeCommand, scoreCommand, replayCommand, reportCommand, policyCommand, mcpCommand] as const
+const subcommands = [proxyCommand, smokeCommand, demoCommand, verifyAuditCommand, verifyResultsCommand, auditCommand, fakeVllmCommand, splitCommand, scenariosCommand, runCommand, mergeCommand, scoreCommand, replayCommand, reportCommand, viewCommand, policyCommand, mcpCommand] as const
 
 export const root = Command.make("vetobench").pipe(
   Command.withDescription("test bench for the tool-call trust boundary"),

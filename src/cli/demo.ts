@@ -16,7 +16,8 @@ import { exampleRulePolicy } from "../../layers/examples.js"
 import { FakeVllm } from "../../layers/FakeVllm.js"
 import { defaultPlugins } from "../../judges/plugins.js"
 import { defaultSettings, makeUpstreamSettings } from "../config/settings.js"
-import { anchorFileFor, auditFileName } from "../../layers/AuditSink.js"
+import { auditFileName } from "../domain/run-id.js"
+import { anchorFileFor } from "../../layers/AuditSink.js"
 import { generateKeyFiles } from "../audit/keys.js"
 import { proveRecord } from "../audit/receipt-make.js"
 import { bindResultsAndSay, filesUnder } from "../audit/results.js"
@@ -198,6 +199,7 @@ export const demoCommand = Command.make("demo", { config: configOption, out, qui
       )
       yield* Console.log(`check the results with: ${cliCommand("verify-results", runDir, "--pubkey", keys.publicKey)}`)
       yield* Console.log(`\nopen the report: ${report.html}`)
+      yield* Console.log(`browse its episodes and rulings: ${cliCommand("view", dir)}`)
     }
   }).pipe(
     Effect.provide(FakeVllm.layer()),

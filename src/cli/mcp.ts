@@ -1,6 +1,6 @@
 /**
  * `vetobench mcp stdio --server NAME --arm ARM [-c FILE] [--run ID] [--episode ID] [--principal P] [--holds-port N]`:
- * the MCP gate as a stdio MCP server (src/mcp/stdio.ts). Point an MCP host at this command instead
+ * the MCP gate as a stdio MCP server (src/mcp-stdio/stdio.ts). Point an MCP host at this command instead
  * of the server's own: every `tools/call` is ruled by the arm's judge and recorded (docs/mcp.md).
  * stdout carries only MCP messages; warnings and log lines go to stderr.
  */
@@ -10,7 +10,7 @@ import { defaultPlugins } from "../../judges/plugins.js"
 import { gateLayer } from "../gate/live.js"
 import { runIdProblem } from "../domain/run-id.js"
 import { parseArm, ARM_USAGE } from "../mcp/arm.js"
-import { serveStdio } from "../mcp/stdio.js"
+import { serveStdio } from "../mcp-stdio/stdio.js"
 import { CliFailure, configOption, settingsFrom, unknownJudges } from "./options.js"
 
 const server = Options.text("server").pipe(Options.withPseudoName("NAME"), Options.withDescription("the MCP server to front: a name under mcp.servers of the settings"))

@@ -13,7 +13,9 @@ import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import * as path from "node:path"
 import { loadPublicKey } from "../audit/verify-files.js"
-import { mergeAsbench, SHARDS_JSON } from "../experiment/merge.js"
+import { SHARDS_JSON } from "../run-layout/files.js"
+import { mergeAsbench } from "../experiment/merge.js"
+import { mergeAgentdojo } from "../experiment/merge-agentdojo.js"
 import { CliFailure, configOption, runDirOption } from "./options.js"
 import { experimentOption, modelOption, selection, variantOption } from "./run.js"
 
@@ -30,20 +32,34 @@ const pubkeyOption = Options.text("pubkey").pipe(
   Options.withDescription("the audit signer's public key (PEM) to authenticate the shards' checkpoints")
 )
 
+const benchOption = Options.choice("bench", ["asbench", "agentdojo"]).pipe(
+  Options.repeated,
+  Options.withDescription("benchmarks to merge (default: every one the experiment enables)")
+)
+
 const fail = (message: string) => new CliFailure({ message })
 
 export const mergeCommand = Command.make(
   "merge",
-  { config: configOption, experiment: experimentOption, model: modelOption, variant: variantOption, shards: shardsOption, pubkey: pubkeyOption, runDir: runDirOption },
-  ({ config, experiment, model, pubkey, runDir, shards, variant }) =>
+  { config: configOption, experiment: experimentOption, model: modelOption, variant: variantOption, shards: shardsOption, pubkey: pubkeyOption, runDir: runDirOption, bench: benchOption },
+  ({ bench, config, experiment, model, pubkey, runDir, shards, variant }) =>
     Effect.gen(function*() {
       const sel = yield* selection(config, experiment, model, variant, runDir)
-      if (!sel.exp.agent_safetybench.enabled) {
-        return yield* fail(`nothing to merge: Agent-SafetyBench is disabled in ${sel.exp.file} (agent_safetybench.enabled: false)`)
+      const benches: ReadonlyArray<string> = bench.length > 0 ? bench : ["asbench", "agentdojo"]
+      const doAsbench = benches.includes("asbench") && sel.exp.agent_safetybench.enabled
+      const doAgentdojo = benches.includes("agentdojo") && sel.exp.agentdojo?.enabled === true
+      if (!doAsbench && !doAgentdojo) {
+        return yield* fail(`nothing to merge: Agent-SafetyBench is disabled in ${sel.exp.file} (agent_safetybench.enabled: false) and AgentDojo is not enabled there`)
       }
       const trusted = Option.isSome(pubkey) ? yield* loadPublicKey(pubkey.value).pipe(Effect.mapError((e) => fail(e.message))) : null
       for (const m of sel.models) {
-        for (const v of sel.variants) {
+        for (const v of doAgentdojo ? sel.agentdojoVariants : []) {
+          yield* Console.log(`== merge | AgentDojo | ${m} | ${v.name}`)
+          const s = yield* mergeAgentdojo(sel.exp, sel.settings, m, v, shards, trusted).pipe(Effect.mapError((e) => fail(e.message)))
+          const audits = s.shards.filter((x) => x.audit_file !== null).length
+          yield* Console.log(`[merge] ${s.route}: ${shards} shards, ${s.episodes} episodes (${s.errors} in error), ${audits} audit files verified → ${s.results}`)
+        }
+        for (const v of doAsbench ? sel.variants : []) {
           yield* Console.log(`== merge | ${m} | ${v.name}`)
           const s = yield* mergeAsbench(sel.exp, sel.settings, m, v, shards, trusted).pipe(Effect.mapError((e) => fail(e.message)))
           const status = Object.entries(s.status).map(([k, n]) => `${n} ${k}`).join(", ")

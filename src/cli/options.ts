@@ -5,7 +5,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { DEFAULT_SETTINGS_FILE, SETTINGS_FILE_ENV, settingsFileConfig } from "../config/service.js"
 import { loadSettings } from "../config/settings.js"
-import { BUILTIN_JUDGES } from "../../judges/static.js"
+import { BUILTIN_JUDGES } from "../config/builtin-judges.js"
 import { didYouMeanClause } from "../domain/suggest.js"
 
 export const DEFAULT_CONFIG = DEFAULT_SETTINGS_FILE

@@ -18,7 +18,7 @@ import * as path from "node:path"
 import * as YAML from "yaml"
 import { formatWarning, lintPolicy } from "../../judges/rule/lint.js"
 import { formatIssue, loadPolicyFile } from "../../judges/rule/policy.js"
-import { asbenchSkeleton, environmentsDirFor } from "../../judges/rule/skeleton.js"
+import { asbenchSkeleton, environmentsDirFor } from "../adapters/agent-safetybench/skeleton.js"
 import { asbenchDataFile, asbenchDataOption, CliFailure, configOption, withShownDefault } from "./options.js"
 
 export const DEFAULT_SKELETON_OUT = "runs/policies/agent-safetybench.json"

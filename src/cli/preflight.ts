@@ -14,7 +14,7 @@
 import { Duration, Effect, Either } from "effect"
 import * as Upstreams from "../../layers/Upstreams.js"
 import { aliasOf, upstreamFor } from "../../layers/Upstreams.js"
-import { BUILTIN_JUDGES } from "../../judges/static.js"
+import { BUILTIN_JUDGES } from "../config/builtin-judges.js"
 import type { JudgeSpec, Settings, UpstreamSettings } from "../config/settings.js"
 import { redactUrl } from "../domain/redact-url.js"
 import { didYouMean } from "../domain/suggest.js"

@@ -10,7 +10,7 @@
  */
 import { CliConfig, Command, ValidationError } from "@effect/cli"
 import { Console, Effect } from "effect"
-import { VERSION } from "../version.js"
+import { VERSION } from "../domain/version.js"
 import { root, tree } from "./commands.js"
 import { helpCliConfig, withHelp } from "./help.js"
 import { PARTIAL_EXIT_CODE } from "./verify-audit.js"

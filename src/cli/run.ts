@@ -40,31 +40,24 @@ import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Console, Effect, Either, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { auditFileName } from "../../layers/AuditSink.js"
+import { auditFileName } from "../domain/run-id.js"
 import { bindResultsAndSay, filesUnder } from "../audit/results.js"
 import { PythonBridge } from "../../layers/PythonBridge.js"
 import { type AsbenchRunSummary, checkProxy, DEFAULT_STOP_AFTER, runAsbench } from "../adapters/agent-safetybench/run.js"
 import { readTasks, TASKS_FILE } from "../adapters/asb/data.js"
-import { attackDelta, type AttackResults, attackResults, formatDiff, formatResults, refusalJudge } from "../adapters/asb/results.js"
+import { attackDelta, type AttackResults, attackResults, formatDiff, formatResults, refusalJudge } from "../scoring/asb-attack.js"
 import { runAsbAttack } from "../adapters/asb/run.js"
-import {
-  type AsbAttack,
-  asbRunDir,
-  attackTag,
-  type Experiment,
-  loadExperiment,
-  runIdFor,
-  selectModels,
-  selectVariants,
-  type Variant
-} from "../config/experiment.js"
+import { asbRunDir, attackTag, runIdFor } from "../run-layout/paths.js"
+import { type AsbAttack, type Experiment, loadExperiment, selectModels, selectVariants, type Variant } from "../config/experiment.js"
 import { Settings } from "../config/service.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
-import { Progress } from "../experiment/progress.js"
-import { parseShard, type Shard, shardName } from "../experiment/shard.js"
+import { Progress } from "../run-layout/progress.js"
+import { parseShard, type Shard, shardName } from "../run-layout/shard.js"
 import { CliFailure, configOption, runDirOption, settingsFrom, withRunDir, withShownDefault } from "./options.js"
 import { allowErrorsOption, count, oneLine, settleFailures } from "./failures.js"
 import { agentNeeds, checkServed, findingsLine, judgeModelNeeds } from "./preflight.js"
+import { agentdojoFailureLine, agentdojoTally, agentdojoVariants, defenseVariantNames, runAgentdojoSelection } from "./run-agentdojo.js"
+import type { AgentdojoVariant } from "../config/agentdojo.js"
 
 export const experimentOption = Options.text("experiment").pipe(
   Options.withAlias("e"),
@@ -77,15 +70,15 @@ const listOption = (name: string, pseudo: string, what: string) =>
 
 export const modelOption = listOption("model", "MODEL", "only these models of the experiment")
 export const variantOption = listOption("variant", "VARIANT", "only these variants of the experiment (baseline, enforce-<judge>, …)")
-const benchOption = Options.choice("bench", ["asbench", "asb"]).pipe(
+const benchOption = Options.choice("bench", ["asbench", "asb", "agentdojo"]).pipe(
   Options.repeated,
-  Options.withDescription("benchmarks to run (default: both)")
+  Options.withDescription("benchmarks to run (default: every one the experiment enables)")
 )
 
 /** `--shard I/N`: parsed and checked while the command line is parsed (a bad value: exit 2). */
 export const shardOption = Options.text("shard").pipe(
   Options.withPseudoName("I/N"),
-  Options.withDescription("run shard I of N (0-based, e.g. 0/4) of the Agent-SafetyBench cases; see `vetobench merge`"),
+  Options.withDescription("run shard I of N (0-based, e.g. 0/4) of the Agent-SafetyBench cases and AgentDojo episodes; see `vetobench merge`"),
   Options.mapEffect((text) =>
     Either.match(parseShard(text), {
       onLeft: (message) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(message))),
@@ -116,6 +109,8 @@ export interface Selection {
   readonly exp: Experiment
   readonly models: ReadonlyArray<string>
   readonly variants: ReadonlyArray<Variant>
+  /** AgentDojo: `variants` plus the `defense-<name>` variants selected */
+  readonly agentdojoVariants: ReadonlyArray<AgentdojoVariant>
 }
 
 /** Settings, experiment and the selected models × variants, or a one-line failure. */
@@ -131,9 +126,15 @@ export const selection = (
     const exp = withRunDir(yield* loadExperiment(experiment, settings).pipe(Effect.mapError((e) => fail(e.message))), runDir)
     const models = selectModels(exp, names(model))
     if (Either.isLeft(models)) return yield* fail(models.left.message)
-    const variants = selectVariants(exp, names(variant))
+    // `defense-<name>` variants exist for AgentDojo only: they select nothing of the other benchmarks
+    const defenses = defenseVariantNames(exp, settings.root)
+    const asked = names(variant)
+    const own = asked.filter((n) => !defenses.includes(n))
+    const variants = asked.length > 0 && own.length === 0 ? Either.right([]) : selectVariants(exp, own)
     if (Either.isLeft(variants)) return yield* fail(variants.left.message)
-    return { settings, exp, models: models.right, variants: variants.right } satisfies Selection
+    const askedDefenses = asked.filter((n) => defenses.includes(n))
+    const agentdojo = agentdojoVariants(exp, settings.root, variants.right, asked.length === 0 ? "all" : askedDefenses)
+    return { settings, exp, models: models.right, variants: variants.right, agentdojoVariants: agentdojo } satisfies Selection
   })
 
 /** The bridge for a settings file: its checkout, `workers` processes. */
@@ -272,7 +273,7 @@ export const runCommand = Command.make(
     Effect.gen(function*() {
       const sel = yield* selection(config, experiment, model, variant, runDir)
       const explicit = bench.length > 0
-      const benches: ReadonlyArray<string> = explicit ? bench : ["asbench", "asb"]
+      const benches: ReadonlyArray<string> = explicit ? bench : ["asbench", "asb", "agentdojo"]
       let doAsbench = benches.includes("asbench")
       if (doAsbench && !sel.exp.agent_safetybench.enabled) {
         doAsbench = false
@@ -281,9 +282,9 @@ export const runCommand = Command.make(
       const shard = Option.getOrUndefined(shardOpt)
       let doAsb = benches.includes("asb")
       if (doAsb && shard !== undefined && sel.exp.asb.enabled && sel.exp.asb.attacks.length > 0) {
-        if (explicit) return yield* fail(`--shard applies to Agent-SafetyBench only (drop --bench asb)`)
+        if (explicit) return yield* fail(`--shard applies to Agent-SafetyBench and AgentDojo only (drop --bench asb)`)
         doAsb = false
-        yield* Console.log(`== ASB: not sharded (--shard applies to Agent-SafetyBench only)`)
+        yield* Console.log(`== ASB: not sharded (--shard applies to Agent-SafetyBench and AgentDojo only)`)
       }
       if (doAsb && (!sel.exp.asb.enabled || sel.exp.asb.attacks.length === 0)) {
         doAsb = false
@@ -296,7 +297,12 @@ export const runCommand = Command.make(
           )
         }
       }
-      if (!doAsbench && !doAsb) return
+      const agentdojoOn = sel.exp.agentdojo?.enabled === true
+      const doAgentdojo = benches.includes("agentdojo") && agentdojoOn && sel.agentdojoVariants.length > 0
+      if (explicit && benches.includes("agentdojo") && !agentdojoOn) {
+        yield* Console.log(`== AgentDojo: not enabled in ${sel.exp.file} (no agentdojo section, or agentdojo.enabled: false)`)
+      }
+      if (!doAsbench && !doAsb && !doAgentdojo) return
       // before anything starts: a missing proxy is the most likely problem and its line names the fix
       yield* checkProxy(sel.exp.proxy_url, sel.settings.file).pipe(Effect.mapError((e) => fail(e.message)))
       // then: is every model this run calls served? (one GET /models per upstream involved)
@@ -310,10 +316,17 @@ export const runCommand = Command.make(
       if (problems.length > 0) return yield* fail(findingsLine(problems, sel.settings.file))
       const tally: CaseTally = { selected: 0, failed: 0, first: null, outputs: { files: [], dirs: [], logs: [] } }
       yield* runSelection(sel, doAsbench, doAsb, shard, stopAfter, tally)
+      const adTally = agentdojoTally()
+      if (doAgentdojo) {
+        yield* runAgentdojoSelection(sel.settings, sel.exp, sel.models, sel.agentdojoVariants, shard, adTally, tally.outputs).pipe(
+          Effect.provide(Layer.mergeAll(Progress.Live, Settings.layerValue(sel.settings)))
+        )
+      }
       const { files, dirs, logs } = tally.outputs
       yield* bindResultsAndSay({ runDir: sel.exp.run_dir, command: "run", files: [...files, ...dirs.flatMap(filesUnder)], logs, audit: sel.settings.audit }).pipe(
         Effect.mapError((e) => fail(`results not bound: ${e.message}`))
       )
-      yield* settleFailures(tally.failed, caseFailureLine(tally), allowErrors)
+      const lines = [...(tally.failed > 0 ? [caseFailureLine(tally)] : []), ...(adTally.failed > 0 ? [agentdojoFailureLine(adTally)] : [])]
+      yield* settleFailures(tally.failed + adTally.failed, lines.join("; "), allowErrors)
     })
 ).pipe(Command.withDescription("run an experiment's benchmarks through veto-proxy (resumable)"))

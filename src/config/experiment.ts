@@ -1,6 +1,7 @@
 /**
  * Experiment files (`configs/sanity.yaml`, `configs/pilot.yaml`): types, defaults, decoder,
- * loader, and the names derived from them (variants, routes, run ids, run directories).
+ * loader, and the names derived from them (variants, routes). Run ids and run directories are
+ * src/run-layout/paths.ts.
  *
  * Loading follows the settings file (reference §6.1): YAML → `${…}` expansion of string values →
  * decoding with the same decoders, so every error names the experiment file and the key path.
@@ -14,12 +15,14 @@
  */
 import { Data, Effect, Either } from "effect"
 import * as path from "node:path"
-import { BUILTIN_JUDGES } from "../../judges/static.js"
+import { BUILTIN_JUDGES } from "./builtin-judges.js"
 import type { Wire } from "../domain/audit-record.js"
 import { ARMS, type Arm, formatRoute, makeRoute, parseRoute, RouteError } from "../domain/route.js"
 import { redactUrl } from "../domain/redact-url.js"
 import { runIdProblem } from "../domain/run-id.js"
 import { didYouMean, didYouMeanClause } from "../domain/suggest.js"
+import { attackTag, runIdFor, slug } from "../run-layout/paths.js"
+import { type AgentdojoExperiment, agentdojoSection } from "./agentdojo.js"
 import * as D from "./decode.js"
 import type { ConfigError } from "./errors.js"
 import { type Env, expandEnv } from "./expand.js"
@@ -104,15 +107,12 @@ export interface Experiment {
   readonly variants: ReadonlyArray<Variant>
   readonly agent_safetybench: AgentSafetyBenchExperiment
   readonly asb: AsbExperiment
+  /** the AgentDojo section (config/agentdojo.ts); absent in experiments built in code = disabled */
+  readonly agentdojo?: AgentdojoExperiment
 }
-
-export type Bench = "asbench" | "asb"
 
 // ---------------------------------------------------------------------------------------------
 // derived names
-
-/** Runs of characters outside `[A-Za-z0-9_.-]` become `_` (no stripping). */
-export const slug = (s: string): string => s.replace(/[^A-Za-z0-9_.-]+/g, "_")
 
 /** Variant name: the arm alone without a judge, else `<arm>-<judge>`. */
 export const variantName = (arm: Arm, judge: string | null): string => (judge === null ? arm : `${arm}-${judge}`)
@@ -131,21 +131,6 @@ export const routeFor = (model: string, v: Variant): string => {
   if (typeof r !== "string") throw new Error(`invalid variant ${JSON.stringify(v)}: ${r.message}`)
   return r
 }
-
-/** `<experiment>.<bench>.<slug(model)>.<variant>` */
-export const runIdFor = (exp: Pick<Experiment, "name">, bench: Bench, model: string, v: Variant): string =>
-  `${exp.name}.${bench}.${slug(model)}.${v.name}`
-
-/** `<run_dir>/asbench/<slug(model)>/<variant>` */
-export const asbenchRunDir = (exp: Pick<Experiment, "run_dir">, model: string, v: Variant): string =>
-  path.join(exp.run_dir, "asbench", slug(model), v.name)
-
-/** `<run_dir>/asb/<slug(model)>/<variant>` (attack settings go one level below: `attackTag`) */
-export const asbRunDir = (exp: Pick<Experiment, "run_dir">, model: string, v: Variant): string =>
-  path.join(exp.run_dir, "asb", slug(model), v.name)
-
-/** `clean` for method clean, else `<method>-<attack_type>` */
-export const attackTag = (a: AsbAttack): string => (a.method === "clean" ? "clean" : `${a.method}-${a.attack_type}`)
 
 // ---------------------------------------------------------------------------------------------
 // selection (CLI filters)
@@ -333,7 +318,7 @@ export const defaultProxyUrl = (settings: Pick<Settings, "proxy">): string => {
   return `http://${h.includes(":") ? `[${h}]` : h}:${port}/v1`
 }
 
-const TOP_KEYS = ["name", "run_dir", "proxy_url", "models", "judges", "arms", "agent_safetybench", "asb"]
+const TOP_KEYS = ["name", "run_dir", "proxy_url", "models", "judges", "arms", "agent_safetybench", "asb", "agentdojo"]
 
 /**
  * Decodes a parsed experiment document (the YAML value, before expansion) against the
@@ -376,7 +361,7 @@ export const decodeExperiment = (
     // room is kept for the shard suffix `.shard-I-of-N` (N up to 9999)
     for (const [i, model] of modelList.entries()) {
       for (const v of variants) {
-        for (const bench of ["asbench", "asb"] as const) {
+        for (const bench of ["asbench", "asb", "agentdojo"] as const) {
           const id = `${runIdFor({ name }, bench, model, v)}.shard-9999-of-9999`
           const problem = runIdProblem(id)
           if (problem !== null) {
@@ -395,7 +380,8 @@ export const decodeExperiment = (
       arms,
       variants,
       agent_safetybench: yield* f.get("agent_safetybench", agentSafetybench, { ...AGENT_SAFETYBENCH_DEFAULTS, split: null }),
-      asb: yield* f.get("asb", asb, ASB_DEFAULTS)
+      asb: yield* f.get("asb", asb, ASB_DEFAULTS),
+      agentdojo: yield* agentdojoSection(root)(f.child("agentdojo"))
     }
   })
 

@@ -7,8 +7,8 @@
  * judge kinds validate the rest at start-up.
  */
 import { Effect, Either, Redacted } from "effect"
-import { defaultMcpSettings, type McpSettings, mcpSection } from "../mcp/settings.js"
-import { defaultScreeningSettings, type ScreeningSettings, screeningSection } from "../screening/settings.js"
+import { defaultMcpSettings, type McpSettings, mcpSection } from "./mcp-settings.js"
+import { defaultScreeningSettings, type ScreeningSettings, screeningSection } from "./screening-settings.js"
 import * as path from "node:path"
 import { DEFAULT_REFUSAL_TEMPLATE } from "../domain/refusal.js"
 import * as D from "./decode.js"

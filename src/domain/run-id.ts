@@ -30,3 +30,22 @@ export const runIdProblem = (id: string): string | null => {
 }
 
 export const isRunId = (id: string): boolean => runIdProblem(id) === null
+
+/**
+ * `<name>.jsonl` of a run: a run id of the grammar (`isRunId`) unchanged, `adhoc` for null. Anything
+ * else is mapped into the grammar, for callers that only name files (the file sink refuses such ids):
+ * every run of characters outside `[A-Za-z0-9_.-]` becomes one `_`, the result is cut to
+ * {@link RUN_ID_MAX_LENGTH}, characters before the first letter or digit and trailing `_` are stripped,
+ * the dot of a reserved part (`.anchor`, `.jsonl`, `.lock`, `.torn-`) becomes `_`; `adhoc` when nothing
+ * is left. Different invalid ids can share a name: never pick a file to write by this mapping.
+ */
+export const auditFileName = (runId: string | null): string => {
+  if (runId === null || isRunId(runId)) return `${runId ?? "adhoc"}.jsonl`
+  const name = runId
+    .replace(/[^A-Za-z0-9_.-]+/g, "_")
+    .slice(0, RUN_ID_MAX_LENGTH)
+    .replace(/^[^A-Za-z0-9]+/, "")
+    .replace(/\.(?=(?:anchor|jsonl|lock)(?:\.|$)|torn-)/gi, "_")
+    .replace(/_+$/, "")
+  return `${isRunId(name) ? name : "adhoc"}.jsonl`
+}

@@ -24,21 +24,20 @@
 import { Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { auditFileName } from "../../layers/AuditSink.js"
+import { auditFileName } from "../domain/run-id.js"
 import { cliCommand } from "../shell/hint.js"
 import { recordStatus } from "../adapters/agent-safetybench/episode.js"
-import { GEN_RES_JSON, GEN_RES_JSONL, SHIELD_JSONL } from "../adapters/agent-safetybench/files.js"
+import { GEN_RES_JSON, GEN_RES_JSONL, SHARDS_JSON, SHIELD_JSONL } from "../run-layout/files.js"
 import { genResJson, loadCases, splitIds } from "../adapters/agent-safetybench/run.js"
-import { jsonLine, lastById, readJsonl, writeFileAtomic } from "../adapters/agent-safetybench/store.js"
+import { jsonLine, lastById, readJsonl, writeFileAtomic } from "../run-layout/store.js"
 import { reportLine, verifyFile } from "../audit/verify-files.js"
-import { asbenchRunDir, type Experiment, routeFor, runIdFor, type Variant } from "../config/experiment.js"
+import { asbenchRunDir, runIdFor } from "../run-layout/paths.js"
+import { type Experiment, routeFor, type Variant } from "../config/experiment.js"
 import type { Settings } from "../config/settings.js"
 import type { CheckpointKey } from "../domain/checkpoint.js"
-import { allShards, selectShard, SHARD_HASH, shardExperiment, shardName, shardOf, shardRunId } from "./shard.js"
+import { allShards, selectShard, SHARD_HASH, shardExperiment, shardName, shardOf, shardRunId } from "../run-layout/shard.js"
 
 export class MergeError extends Data.TaggedError("MergeError")<{ readonly message: string }> {}
-
-export const SHARDS_JSON = "shards.json"
 
 export interface MergedShard {
   readonly shard: string
@@ -69,6 +68,31 @@ export interface MergeSummary {
 }
 
 const storeError = (e: { readonly message: string }) => new MergeError({ message: e.message })
+
+/**
+ * A shard's audit file (`<audit_dir>/<shard run id>.jsonl`) verified: required when the shard had
+ * work (`needed`), else checked only if present; `failed` verification is a MergeError naming the
+ * file. Shared by every benchmark's merge (Agent-SafetyBench here, AgentDojo in adapters/agentdojo).
+ */
+export const verifyShardAudit = (
+  settings: Settings,
+  route: string,
+  name: string,
+  shardRunIdText: string,
+  needed: boolean,
+  trusted: CheckpointKey | null
+) =>
+  Effect.gen(function*() {
+    const auditFile = path.join(settings.proxy.audit_dir, auditFileName(shardRunIdText))
+    if (!fs.existsSync(auditFile) && !needed) return { auditFile, auditStatus: null, auditRecords: 0 } as const
+    const report = yield* verifyFile(auditFile, null, trusted).pipe(
+      Effect.mapError((e) => new MergeError({ message: `shard ${name} of ${route}: audit file ${e.message}` }))
+    )
+    if (report.status === "failed") {
+      return yield* new MergeError({ message: `shard ${name} of ${route}: audit file ${auditFile} failed verification: ${reportLine(report)}` })
+    }
+    return { auditFile, auditStatus: report.status, auditRecords: report.records } as const
+  })
 
 const readRecords = (file: string) => readJsonl(file).pipe(Effect.map(lastById), Effect.mapError(storeError))
 
@@ -122,19 +146,7 @@ export const mergeAsbench = (
       for (const [id, r] of records) merged.set(id, r)
 
       const srunId = shardRunId(runId, shard)
-      const auditFile = path.join(settings.proxy.audit_dir, auditFileName(srunId))
-      let auditStatus: MergedShard["audit_status"] = null
-      let auditRecords = 0
-      if (fs.existsSync(auditFile) || expected.length > 0) {
-        const report = yield* verifyFile(auditFile, null, trusted).pipe(
-          Effect.mapError((e) => new MergeError({ message: `shard ${name} of ${route}: audit file ${e.message}` }))
-        )
-        if (report.status === "failed") {
-          return yield* new MergeError({ message: `shard ${name} of ${route}: audit file ${auditFile} failed verification: ${reportLine(report)}` })
-        }
-        auditStatus = report.status
-        auditRecords = report.records
-      }
+      const { auditFile, auditStatus, auditRecords } = yield* verifyShardAudit(settings, route, name, srunId, expected.length > 0, trusted)
 
       const shieldFile = path.join(sdir, SHIELD_JSONL)
       const hasShield = fs.existsSync(shieldFile)

@@ -25,26 +25,23 @@
  * same as in an uninterrupted replay.
  */
 import { Context, Data, Effect, Layer } from "effect"
-import * as fs from "node:fs"
-import * as path from "node:path"
-import { AuditSink, auditFileName } from "../../layers/AuditSink.js"
+import { AuditSink } from "../../layers/AuditSink.js"
 import type { Judge, JudgeConfigError, JudgeContext } from "../../judges/Judge.js"
 import { Judges } from "../../judges/Judges.js"
 import type { JudgeKindPlugin } from "../../judges/registry.js"
-import { openAppender } from "../adapters/agent-safetybench/store.js"
-import { asbenchRunDir, type Bench, type Experiment, runIdFor, slug, type Variant } from "../config/experiment.js"
+import { openAppender } from "../run-layout/store.js"
+import { auditFilesFor, baselineVariant, type Bench, replayFile } from "../run-layout/paths.js"
+import type { Experiment } from "../config/experiment.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import { AUDIT_SCHEMA, type AuditRecord, type CallEntry, type CallRecord, GENESIS_HASH } from "../domain/audit-record.js"
 import type { ToolCallView } from "../domain/tool-call.js"
 import { type Decision, failed, type Verdict } from "../domain/verdict.js"
 import { Gate } from "../gate/Gate.js"
-import { gateLayer } from "../proxy/live.js"
+import { gateLayer } from "../gate/live.js"
 import { currentCalls, loadFinalAttempts } from "../scoring/current.js"
-import { readCallRecords } from "../scoring/files.js"
-import { isObject } from "../domain/is-object.js"
+import { readCallRecordsOf } from "../scoring/files.js"
 import { isFinal, latestReplay, pairKey, readReplayLines, type ReplayLine } from "../scoring/judge-eval.js"
-import { SHARDS_JSON } from "./merge.js"
-import { Progress } from "./progress.js"
+import { Progress } from "../run-layout/progress.js"
 
 export class ReplayError extends Data.TaggedError("ReplayError")<{ readonly message: string }> {}
 
@@ -53,53 +50,8 @@ const storeError = (e: { readonly message: string }) => new ReplayError({ messag
 
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
-export const REPLAY_DIR = "replay"
-
 /** replay lines written per append (one write + fsync) */
 const APPEND_BATCH = 1_000
-
-/** `<run_dir>/replay/<bench>.<slug(model)>.jsonl` */
-export const replayFile = (exp: Pick<Experiment, "run_dir">, bench: Bench, model: string): string =>
-  path.join(exp.run_dir, REPLAY_DIR, `${bench}.${slug(model)}.jsonl`)
-
-/** The experiment's baseline variant (arm `baseline`: the only arm that logs calls unjudged). */
-export const baselineVariant = (exp: Pick<Experiment, "variants">): Variant | undefined => exp.variants.find((v) => v.arm === "baseline")
-
-/** `<audit_dir>/<auditFileName(run id)>` of a model × variant × bench. */
-export const auditFileFor = (auditDir: string, exp: Pick<Experiment, "name">, bench: Bench, model: string, v: Variant): string =>
-  path.join(auditDir, auditFileName(runIdFor(exp, bench, model, v)))
-
-/**
- * The audit files that hold a model × variant × bench's calls, those that exist: for an
- * Agent-SafetyBench run merged from shards (a `shards.json` beside its results), every shard's
- * audit file that merge listed, in shard order; otherwise the unsharded run id's file. [] when
- * there is none. An unreadable `shards.json` counts as absent.
- */
-export const auditFilesFor = (auditDir: string, exp: Pick<Experiment, "name" | "run_dir">, bench: Bench, model: string, v: Variant): ReadonlyArray<string> => {
-  const index = bench === "asbench" ? path.join(asbenchRunDir(exp, model, v), SHARDS_JSON) : null
-  if (index !== null && fs.existsSync(index)) {
-    const shards = shardsListed(index)
-    if (shards !== null) {
-      return shards.flatMap((s) => (isObject(s) && typeof s.audit_file === "string" && fs.existsSync(s.audit_file) ? [s.audit_file] : []))
-    }
-  }
-  const file = auditFileFor(auditDir, exp, bench, model, v)
-  return fs.existsSync(file) ? [file] : []
-}
-
-/** The `shards` list of a `shards.json` (merge writes it with JSON.stringify), or null when unreadable. */
-const shardsListed = (index: string): ReadonlyArray<unknown> | null => {
-  try {
-    const v: unknown = JSON.parse(fs.readFileSync(index, "utf8"))
-    return isObject(v) && Array.isArray(v.shards) ? v.shards : null
-  } catch {
-    return null
-  }
-}
-
-/** The call records of several audit files, in file order. */
-export const readCallRecordsOf = (files: ReadonlyArray<string>) =>
-  Effect.map(Effect.forEach(files, readCallRecords), (lists) => lists.flat())
 
 // ---------------------------------------------------------------------------------------------
 // the replay gate: the proxy's gate with the cache off and its records captured

@@ -7,7 +7,7 @@ import { Redacted } from "effect"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import type { McpServerSettings } from "./settings.js"
+import type { McpServerSettings } from "../config/mcp-settings.js"
 
 const revealAll = (r: Readonly<Record<string, Redacted.Redacted<string>>>): Record<string, string> =>
   Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Redacted.value(v)]))

@@ -1,29 +1,41 @@
 /**
  * The veto-proxy HTTP app: routes, request ids, and error mapping (architecture decision 6). The
- * request id and the access record come from the observation middleware (observe.ts).
+ * request id and the access record come from the observation middleware (observe.ts). A POST to a
+ * gated route's path as written does not come here: the server hands it to gated-serve.ts.
  */
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect } from "effect"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { Effect } from "effect"
 import { Upstreams } from "../../layers/Upstreams.js"
-import { VERSION } from "../version.js"
+import { VERSION } from "../domain/version.js"
 import { chatFormat } from "./chat.js"
 import { messagesFormat } from "./messages.js"
 import { responsesFormat } from "./responses.js"
-import { CurrentRequest, gatedRoute, type WireFormat } from "./gated-route.js"
+import { CurrentRequest, type WireFormat } from "./gated-route.js"
+import { GATED, serveGated } from "./gated-serve.js"
 import { completions } from "./completions.js"
-import { defectMessage } from "../domain/defect-message.js"
-import { redactUrlsIn } from "../domain/redact-url.js"
 import { CurrentAccess } from "./access-log.js"
-import { errorBody, errorResponse, ProxyError } from "./errors.js"
+import { errorBody, errorResponse, internalError, ProxyError } from "./errors.js"
 import { holdRoutes } from "./holds-api.js"
 import { metricsRoute } from "./metrics-route.js"
 import { countBytes } from "./observe.js"
 import { requestMeta } from "./request-meta.js"
 import { PROXY_PATHS } from "./paths.js"
-import { mcpRoute } from "../mcp/http-route.js"
+import { mcpRoute } from "./mcp-route.js"
 
-/** the gated routes, by path: each answers errors in its own format's shape */
-const GATED: ReadonlyMap<string, WireFormat> = new Map([["/v1/chat/completions", chatFormat], ["/v1/messages", messagesFormat], ["/v1/responses", responsesFormat]])
+/**
+ * A gated route on the platform: the spellings of its path the router matches besides the one the
+ * server hands to gated-serve.ts itself (a trailing slash, other letter case). The same route writes
+ * the answer; the platform, finding the response ended, writes nothing more.
+ */
+const gatedRoute = (format: WireFormat) =>
+  Effect.gen(function* () {
+    const req = yield* HttpServerRequest.HttpServerRequest
+    const rec = yield* CurrentAccess
+    const meta = yield* CurrentRequest
+    const status = yield* serveGated(format, NodeHttpServerRequest.toIncomingMessage(req), NodeHttpServerRequest.toServerResponse(req), rec, meta)
+    return HttpServerResponse.empty({ status })
+  })
 
 const health = HttpServerResponse.unsafeJson({ ok: true, version: VERSION })
 
@@ -79,15 +91,7 @@ export const app = Effect.gen(function* () {
     // a defect is a bug of ours: a JSON 500 with the request id, and one log line to find it by
     Effect.catchAllDefect((d) => {
       access.error = "internal_error"
-      return Effect.logError(`internal error in ${req.method} ${path}: ${redactUrlsIn(defectMessage(Cause.die(d)))}`).pipe(
-        Effect.annotateLogs({ request_id: requestId }),
-        Effect.as(
-          HttpServerResponse.text(shape("internal_error", `internal error (request ${requestId}); the proxy's log has the details`, requestId), {
-            status: 500,
-            contentType: "application/json"
-          })
-        )
-      )
+      return Effect.map(internalError(req.method, path, requestId, d, shape), (body) => HttpServerResponse.text(body, { status: 500, contentType: "application/json" }))
     })
   )
   return countBytes(HttpServerResponse.setHeaders(res, headers), access)

@@ -3,7 +3,8 @@
  * the status of architecture decision 6. Bad input is always a 4xx, never a 500.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Data } from "effect"
+import { Cause, Data, Effect } from "effect"
+import { defectMessage } from "../domain/defect-message.js"
 import { redactUrlsIn } from "../domain/redact-url.js"
 
 export type ProxyErrorCode =
@@ -68,9 +69,23 @@ export const errorBody = (code: ProxyErrorCode | string, message: string, reques
 /** An error body writer: the OpenAI-style body here, a wire format's own shape on its route. */
 export type ErrorBodyOf = (code: ProxyErrorCode, message: string, requestId: string | null) => string
 
+/** the headers an error answer adds: an oversized body is not read to its end, so the connection is closed */
+export const errorHeaders = (e: ProxyError, headers: Record<string, string> = {}): Record<string, string> =>
+  e.code === "body_too_large" ? { ...headers, connection: "close" } : headers
+
 export const errorResponse = (e: ProxyError, requestId: string | null = null, headers: Record<string, string> = {}, body: ErrorBodyOf = errorBody) =>
   HttpServerResponse.text(body(e.code, e.message, requestId), {
     status: e.status,
     contentType: "application/json",
-    headers: e.code === "body_too_large" ? { ...headers, connection: "close" } : headers
+    headers: errorHeaders(e, headers)
   })
+
+/**
+ * A defect is a bug of ours: one log line to find it by (with the request id), and the 500 body the
+ * client gets in its route's shape.
+ */
+export const internalError = (method: string, path: string, requestId: string, defect: unknown, body: ErrorBodyOf = errorBody): Effect.Effect<string> =>
+  Effect.logError(`internal error in ${method} ${path}: ${redactUrlsIn(defectMessage(Cause.die(defect)))}`).pipe(
+    Effect.annotateLogs({ request_id: requestId }),
+    Effect.as(body("internal_error", `internal error (request ${requestId}); the proxy's log has the details`, requestId))
+  )

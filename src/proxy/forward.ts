@@ -2,6 +2,7 @@
  * Shared steps of the two POST endpoints: read and parse the body, map upstream failures to
  * proxy errors, answer an upstream error or a passthrough response unchanged.
  */
+import type { IncomingMessage } from "node:http"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect, Exit, Scope } from "effect"
@@ -11,11 +12,14 @@ import { ProxyError } from "./errors.js"
 import { isObject } from "../domain/is-object.js"
 import { finiteNumbers, jsonTextDepth, MAX_JSON_DEPTH, mayOverflow, tooDeep } from "../domain/json-depth.js"
 
-/** Read the body (limit first) and parse it as a JSON object nested at most MAX_JSON_DEPTH deep. */
+/** Read the body of the request in context (limit first) as {@link readJsonObjectFrom} does. */
 export const readJsonObject = (limit: number) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (req) => readJsonObjectFrom(NodeHttpServerRequest.toIncomingMessage(req), limit))
+
+/** Read the body (limit first) and parse it as a JSON object nested at most MAX_JSON_DEPTH deep. */
+export const readJsonObjectFrom = (msg: IncomingMessage, limit: number) =>
   Effect.gen(function* () {
-    const req = yield* HttpServerRequest.HttpServerRequest
-    const raw = yield* readBody(NodeHttpServerRequest.toIncomingMessage(req), limit)
+    const raw = yield* readBody(msg, limit)
     const body = yield* Effect.try({
       try: () => JSON.parse(raw) as unknown,
       catch: (e) => new ProxyError({ code: "invalid_json", message: `request body is not valid JSON: ${(e as Error).message}` })
@@ -34,10 +38,14 @@ export const readJsonObject = (limit: number) =>
 
 const fieldError = (message: string) => Effect.fail(new ProxyError({ code: "invalid_request", message }))
 
-/** Read the body (limit first) and parse it as a JSON object with a string `model` and, if given, a boolean `stream`. */
+/** Read the body of the request in context (limit first) as {@link readJsonBodyFrom} does. */
 export const readJsonBody = (limit: number) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (req) => readJsonBodyFrom(NodeHttpServerRequest.toIncomingMessage(req), limit))
+
+/** Read the body (limit first) and parse it as a JSON object with a string `model` and, if given, a boolean `stream`. */
+export const readJsonBodyFrom = (msg: IncomingMessage, limit: number) =>
   Effect.gen(function* () {
-    const body = yield* readJsonObject(limit)
+    const body = yield* readJsonObjectFrom(msg, limit)
     if (typeof body.model !== "string") return yield* fieldError("request body needs a string `model`")
     // what the proxy reads must be what the upstream reads: a "true" string would stream there and not here
     if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
@@ -47,9 +55,9 @@ export const readJsonBody = (limit: number) =>
   })
 
 /** A chat request: also an array `messages` of objects and, if given, an array `tools` of objects. */
-export const readChatBody = (limit: number) =>
+export const readChatBody = (msg: IncomingMessage, limit: number) =>
   Effect.gen(function* () {
-    const body = yield* readJsonBody(limit)
+    const body = yield* readJsonBodyFrom(msg, limit)
     if (!Array.isArray(body.messages)) return yield* fieldError("`messages` must be an array of message objects")
     const badMessage = body.messages.findIndex((m) => !isObject(m))
     if (badMessage >= 0) return yield* fieldError(`\`messages[${badMessage}]\` must be an object`)
@@ -76,6 +84,10 @@ export const fromUpstreamError = (e: NoRoute | TransportError): ProxyError => {
 export const openAiUpstreamError = (status: number, text: string): string =>
   JSON.stringify({ error: { message: text, type: "upstream_error", code: status } })
 
+/** The upstream's body unchanged; a non-JSON body wrapped in an error object (`wrap`: the route's error shape). */
+export const relayedText = (status: number, contentType: string, text: string, wrap: (status: number, text: string) => string = openAiUpstreamError) =>
+  contentType.startsWith("application/json") ? text : wrap(status, text)
+
 /** The upstream's status and body unchanged; a non-JSON body is wrapped in an error object (`wrap`: the route's error shape). */
 export const relay = (
   status: number,
@@ -84,7 +96,7 @@ export const relay = (
   headers: Record<string, string>,
   wrap: (status: number, text: string) => string = openAiUpstreamError
 ) =>
-  HttpServerResponse.text(contentType.startsWith("application/json") ? text : wrap(status, text), {
+  HttpServerResponse.text(relayedText(status, contentType, text, wrap), {
     status,
     contentType: "application/json",
     headers

@@ -5,8 +5,7 @@
  * {@link WireFormat}, one module per format under `src/proxy/wire/`; adding a format is that module
  * and one route line in app.ts.
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { HttpServerResponse } from "@effect/platform"
+import type { IncomingMessage } from "node:http"
 import { Context, Effect, Stream } from "effect"
 import { Judges } from "../../judges/Judges.js"
 import type { AuditWriteError } from "../../layers/AuditSink.js"
@@ -21,12 +20,13 @@ import { didYouMean } from "../domain/suggest.js"
 import { Gate, type GateRequest, type GateShape } from "../gate/Gate.js"
 import type { ResultPosition, ToolResult } from "../screening/results.js"
 import { Screening } from "../screening/Screening.js"
-import { type AccessRecord, CurrentAccess, loggable } from "./access-log.js"
+import { type AccessRecord, loggable } from "./access-log.js"
 import { type ProxyErrorCode, ProxyError } from "./errors.js"
-import { fromUpstreamError, readAll, relay } from "./forward.js"
+import { fromUpstreamError, readAll, relayedText } from "./forward.js"
 import { observedUpstream } from "./observe.js"
 import type { RequestMeta } from "./request-meta.js"
 import type { GatedText, InvalidAnswer } from "./wire/json-answer.js"
+import type { SseOut } from "./wire/sse-driver.js"
 
 export class CurrentRequest extends Context.Tag("vetobench/CurrentRequest")<CurrentRequest, RequestMeta>() {}
 
@@ -47,9 +47,7 @@ export interface WireFormat {
   /** where the upstream serves this format, below its `base_url` */
   readonly path: UpstreamPath
   /** read the request body and check the fields the proxy relies on (limit first) */
-  readonly readBody: (
-    limit: number
-  ) => Effect.Effect<Record<string, unknown> & { model: string }, ProxyError, HttpServerRequest.HttpServerRequest>
+  readonly readBody: (msg: IncomingMessage, limit: number) => Effect.Effect<Record<string, unknown> & { model: string }, ProxyError>
   /** set the upstream's model name, apply its `model_defaults` and the format's normalisation, in place */
   readonly normalise: (body: Record<string, unknown>, target: Target) => void
   /** the request's tool results (`tool` messages, `function_call_output` items, `tool_result` blocks), for the result screen */
@@ -65,8 +63,8 @@ export interface WireFormat {
     text: string,
     partial: PartialRefusal
   ) => Effect.Effect<GatedText, AuditWriteError | InvalidAnswer>
-  /** a logged arm's event stream: the gated SSE text */
-  readonly gateStream: <E>(upstream: Stream.Stream<Uint8Array, E>, opts: StreamGateOptions) => Stream.Stream<string, E | AuditWriteError>
+  /** a logged arm's event stream: the gated SSE text, written to `out` */
+  readonly gateStream: <E>(upstream: Stream.Stream<Uint8Array, E>, opts: StreamGateOptions, out: SseOut) => Effect.Effect<void, E | AuditWriteError>
   /** an error body in the shape this format's clients read */
   readonly errorBody: (code: ProxyErrorCode, message: string, requestId: string | null) => string
   /** the same error as one SSE event that ends a stream */
@@ -134,16 +132,58 @@ const auditFailed = (e: AuditWriteError) =>
 
 const SSE_HEADERS = { "cache-control": "no-cache" }
 
-/** The route handler of a gated wire format. */
-export const gatedRoute = (format: WireFormat) =>
+/** Where a streamed answer goes: text (gated SSE) or bytes (a passthrough stream relayed as it came). */
+export interface AnswerOut extends SseOut {
+  readonly writeBytes: (bytes: Uint8Array) => boolean
+}
+
+/**
+ * What a gated route answers: a whole body, or a stream whose `pump` writes it (and frees the
+ * upstream's body when done, however it ends). The route never writes the response itself: the
+ * server does (server.ts), with the request id and the access record's byte count.
+ */
+export type GatedAnswer =
+  | {
+      readonly _tag: "Whole"
+      readonly status: number
+      readonly contentType: string
+      readonly headers: Readonly<Record<string, string>>
+      readonly text: string
+    }
+  | {
+      readonly _tag: "Stream"
+      readonly contentType: string
+      readonly headers: Readonly<Record<string, string>>
+      readonly pump: (out: AnswerOut) => Effect.Effect<void>
+    }
+
+export const wholeAnswer = (status: number, contentType: string, text: string, headers: Readonly<Record<string, string>> = {}): GatedAnswer => ({
+  _tag: "Whole",
+  status,
+  contentType,
+  headers,
+  text
+})
+
+/** a stream relayed as it came (a passthrough arm's), its upstream body freed when it ends */
+const relayedStream = <E>(upstream: Stream.Stream<Uint8Array, E>, release: Effect.Effect<void>) => (out: AnswerOut) =>
+  Stream.runForEach(upstream, (bytes) => (out.writeBytes(bytes) ? Effect.void : out.drain)).pipe(
+    // an upstream failure ends the relayed stream where it is: the client sees it cut short
+    Effect.ignore,
+    Effect.ensuring(release)
+  )
+
+/**
+ * The route handler of a gated wire format: one request, read from `msg`, its access record `rec`
+ * filled in as the route learns things. Fails with the proxy errors the client gets in the format's shape.
+ */
+export const gatedRoute = (format: WireFormat, msg: IncomingMessage, rec: AccessRecord, meta: RequestMeta) =>
   Effect.gen(function* () {
     const settings = yield* Settings
     const upstreams = yield* Upstreams
     const judges = yield* Judges
-    const rec = yield* CurrentAccess
     const ruling = yield* Gate
     const gate = rec.observed ? countingGate(ruling, rec) : ruling
-    const meta = yield* CurrentRequest
     const screening = yield* Screening
     if (meta.runId !== null) {
       const problem = runIdProblem(meta.runId)
@@ -155,7 +195,7 @@ export const gatedRoute = (format: WireFormat) =>
     if (attempt !== undefined && attemptOf(meta.headers) === null) {
       return yield* new ProxyError({ code: "invalid_request", message: `${ATTEMPT_HEADER}: must be a positive integer of at most 9 digits, got '${loggable(attempt)}'` })
     }
-    const body = yield* format.readBody(settings.proxy.max_body_bytes)
+    const body = yield* format.readBody(msg, settings.proxy.max_body_bytes)
     const route = yield* routeOf(body.model)
     rec.model = loggable(route.model)
     rec.arm = route.arm
@@ -181,18 +221,17 @@ export const gatedRoute = (format: WireFormat) =>
       Effect.gen(function* () {
         if (!stream || res.status >= 300) {
           const text = yield* readAll(res, release)
-          if (res.status >= 300 || route.arm === "passthrough") return relay(res.status, res.contentType, text, {}, format.upstreamError)
+          if (res.status >= 300 || route.arm === "passthrough") {
+            return wholeAnswer(res.status, "application/json", relayedText(res.status, res.contentType, text, format.upstreamError))
+          }
           const seqs: Array<number> = []
           const gated = yield* format.gateText(notingGate(gate, seqs), request, text, partial).pipe(
             Effect.mapError((e) => (e._tag === "InvalidAnswer" ? invalidAnswerError(e.message) : auditFailed(e)))
           )
-          return HttpServerResponse.text(gated.text, {
-            contentType: "application/json",
-            headers: { "x-vetobench-blocked": String(gated.blocked), ...recordHeader(meta.runId, seqs) }
-          })
+          return wholeAnswer(200, "application/json", gated.text, { "x-vetobench-blocked": String(gated.blocked), ...recordHeader(meta.runId, seqs) })
         }
         if (route.arm === "passthrough") {
-          return HttpServerResponse.stream(res.stream.pipe(Stream.ensuring(release)), { contentType: res.contentType, headers: SSE_HEADERS })
+          return { _tag: "Stream", contentType: res.contentType, headers: SSE_HEADERS, pump: relayedStream(res.stream, release) } satisfies GatedAnswer
         }
         if (!isEventStream(res.contentType)) {
           // an answer that is not an event stream is not shown to a streaming client: an error event ends it
@@ -201,23 +240,19 @@ export const gatedRoute = (format: WireFormat) =>
             onSuccess: () => invalidAnswerError(`the upstream answered ${res.contentType || "no content type"} to a streaming request`)
           })
           rec.error = err.code
-          return HttpServerResponse.text(format.errorEvent(err.code, err.message, meta.requestId), {
-            contentType: "text/event-stream",
-            headers: { ...SSE_HEADERS, "x-vetobench-blocked": "0" }
-          })
+          return wholeAnswer(200, "text/event-stream", format.errorEvent(err.code, err.message, meta.requestId), { ...SSE_HEADERS, "x-vetobench-blocked": "0" })
         }
-        const gated = format
-          .gateStream(res.stream, { gate, request, partial, requestId: meta.requestId, maxEventSize: settings.proxy.max_answer_bytes })
-          .pipe(
-            Stream.catchAll((e: TransportError | AuditWriteError) => {
+        const opts: StreamGateOptions = { gate, request, partial, requestId: meta.requestId, maxEventSize: settings.proxy.max_answer_bytes }
+        const pump = (out: AnswerOut) =>
+          format.gateStream(res.stream, opts, out).pipe(
+            Effect.catchAll((e: TransportError | AuditWriteError) => {
               const err = e._tag === "AuditWriteError" ? auditFailed(e) : fromUpstreamError(e)
               rec.error = err.code
-              return Stream.make(format.errorEvent(err.code, err.message, meta.requestId))
+              return out.write(format.errorEvent(err.code, err.message, meta.requestId)) ? Effect.void : out.drain
             }),
-            Stream.encodeText,
-            Stream.ensuring(release)
+            Effect.ensuring(release)
           )
-        return HttpServerResponse.stream(gated, { contentType: "text/event-stream", headers: SSE_HEADERS })
+        return { _tag: "Stream", contentType: "text/event-stream", headers: SSE_HEADERS, pump } satisfies GatedAnswer
       })
     )
   })

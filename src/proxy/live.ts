@@ -9,7 +9,7 @@ import { Layer } from "effect"
 import { Metrics } from "../../layers/Metrics.js"
 import { Telemetry } from "../../layers/Telemetry.js"
 import { gateLayer, type GateLayerOptions } from "../gate/live.js"
-import { McpSessions } from "../mcp/http-route.js"
+import { McpSessions } from "./mcp-route.js"
 import * as ProxyServer from "./server.js"
 
 export { auditLayer, gateLayer, type GateLayerOptions } from "../gate/live.js"

@@ -4,11 +4,12 @@
  * forwarded as sent, with the upstream's model name and its `model_defaults`; the judges read its
  * tools in the chat function-tool shape.
  */
+import type { IncomingMessage } from "node:http"
 import { Effect } from "effect"
 import { isObject } from "../domain/is-object.js"
 import { applyModelDefaults } from "../domain/normalise.js"
 import { ProxyError } from "./errors.js"
-import { readJsonBody } from "./forward.js"
+import { readJsonBodyFrom } from "./forward.js"
 import type { WireFormat } from "./gated-route.js"
 import { gateMessagesText, messagesErrorBody, messagesErrorEvent, messagesUpstreamError } from "./wire/messages.js"
 import { gateMessagesStream } from "./wire/messages-sse.js"
@@ -23,9 +24,9 @@ const notObject = (xs: ReadonlyArray<unknown>): number => xs.findIndex((x) => !i
  * A Messages request: a string `model`, a boolean `stream` if given, an array `messages` of objects,
  * if given an array `tools` of objects and a `system` that is a string or an array.
  */
-export const readMessagesBody = (limit: number) =>
+export const readMessagesBody = (msg: IncomingMessage, limit: number) =>
   Effect.gen(function* () {
-    const body = yield* readJsonBody(limit)
+    const body = yield* readJsonBodyFrom(msg, limit)
     if (!Array.isArray(body.messages)) return yield* fieldError("`messages` must be an array of message objects")
     const badMessage = notObject(body.messages)
     if (badMessage >= 0) return yield* fieldError(`\`messages[${badMessage}]\` must be an object`)

@@ -1,5 +1,6 @@
 /**
- * Seeing the proxy work: the middleware every request goes through, and the upstream call's
+ * Seeing the proxy work: the observation every request goes through (the platform app's middleware,
+ * and the same for the gated routes served on node:http, gated-serve.ts), and the upstream call's
  * observation. Per request it
  * - makes the {@link AccessRecord} the handlers fill in (request id, route, model route, calls, upstream);
  * - when the response is done (a stream: when it ended or the client went away) counts the request
@@ -10,10 +11,10 @@
  * With tracing off no span is made and no tracer is touched: the cost is the record, one
  * `performance.now()` pair and a counter increment.
  *
- * The server middleware wraps the platform's response writing too (a streamed body is written
- * inside it), which is why the line and the span end when the stream ends.
+ * The observation wraps the writing of the response too (a streamed body is written inside it: by
+ * the platform, or by gated-serve.ts), which is why the line and the span end when the stream ends.
  */
-import { HttpBody, HttpServerRequest, HttpServerResponse, HttpTraceContext, type HttpApp } from "@effect/platform"
+import { Headers, HttpBody, HttpServerRequest, HttpServerResponse, HttpTraceContext, type HttpApp } from "@effect/platform"
 import { Cause, Effect, Exit, Option, Stream, type Tracer } from "effect"
 import { Metrics, type MetricsShape } from "../../layers/Metrics.js"
 import { Telemetry, traceparentOf } from "../../layers/Telemetry.js"
@@ -35,25 +36,50 @@ const pathOf = (url: string): string => {
   return q < 0 ? url : url.slice(0, q)
 }
 
-const contentLength = (h: Readonly<Record<string, string | undefined>>): number | null => {
-  const v = h["content-length"]
+const contentLength = (v: string | undefined): number | null => {
   if (v === undefined) return null
   const n = Number(v)
   return Number.isSafeInteger(n) && n >= 0 ? n : null
 }
 
-/** the status the client got: the response's, 499 when it went away, 500 for a failure */
-const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown>): number =>
-  Exit.isSuccess(exit) ? exit.value.status : Cause.isInterruptedOnly(exit.cause) ? 499 : 500
+/** the status the client got: 499 when it went away, 500 for a failure, else what `ok` says */
+export const exitStatus =
+  <A>(ok: (a: A) => number) =>
+  (exit: Exit.Exit<A, unknown>): number =>
+    Exit.isSuccess(exit) ? ok(exit.value) : Cause.isInterruptedOnly(exit.cause) ? 499 : 500
+
+const responseStatus = exitStatus((res: HttpServerResponse.HttpServerResponse) => res.status)
 
 export interface ObserveOptions {
   /** write an access line per request */
   readonly accessLog: boolean
 }
 
-/**
- * The middleware for `HttpServer.serve`, built once with the proxy's Metrics and Telemetry.
- */
+/** The request headers as the observation reads them. */
+export type RequestHeaders = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+/** Request observation, built once with the proxy's Metrics and Telemetry. */
+export interface Observe {
+  /**
+   * One request, observed: `run` gets the request's access record (its request id too); `status`
+   * reads the status the client got from how `run` ended.
+   */
+  readonly request: <A, E, R>(
+    method: string,
+    url: string,
+    headers: RequestHeaders,
+    run: (rec: AccessRecord) => Effect.Effect<A, E, R>,
+    status: (exit: Exit.Exit<A, E>) => number
+  ) => Effect.Effect<A, E, R>
+  /** the same as the middleware of `HttpServer.serve` (the record in `CurrentAccess`) */
+  readonly middleware: <E, R>(
+    app: HttpApp.Default<E, R>
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, Exclude<R, CurrentAccess> | HttpServerRequest.HttpServerRequest>
+}
+
+const one = (v: string | ReadonlyArray<string> | undefined): string | undefined => (typeof v === "string" || v === undefined ? v : v[0])
+
+/** The request observation (see the module's comment). */
 export const makeObserve = (opts: ObserveOptions) =>
   Effect.gen(function* () {
     const metrics = yield* Metrics
@@ -67,44 +93,49 @@ export const makeObserve = (opts: ObserveOptions) =>
 
     // nothing reads the records: the request path stays as it was without observability
     const watching = accessLog || metrics.enabled || tracer !== null
-    return <E, R>(app: HttpApp.Default<E, R>) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (req) => {
-        if (!watching) return Effect.provideService(app, CurrentAccess, newAccessRecord(requestIdOf(req.headers), req.method, "", null, false, false))
-        const started = performance.now()
-        const rec = newAccessRecord(requestIdOf(req.headers), req.method, routeLabel(pathOf(req.url)), contentLength(req.headers), accessLog)
-        const inner = Effect.provideService(app, CurrentAccess, rec)
-        if (tracer === null) return Effect.onExit(inner, (exit) => finish(rec, started, statusOf(exit)))
-        const parent = HttpTraceContext.fromHeaders(req.headers)
-        return Effect.flatMap(
-          Effect.makeSpan(`${req.method} ${rec.route}`, {
-            kind: "server",
-            captureStackTrace: false,
-            ...(Option.isSome(parent) ? { parent: parent.value } : {}),
-            attributes: { "http.request.method": req.method, "http.route": rec.route, "vetobench.request_id": rec.requestId }
-          }),
-          (span) =>
-            Effect.onExit(Effect.withParentSpan(inner, span), (exit) => {
-              const status = statusOf(exit)
-              span.attribute("http.response.status_code", status)
-              if (rec.arm !== null) span.attribute("vetobench.arm", rec.arm)
-              if (rec.judge !== null) span.attribute("vetobench.judge", rec.judge)
-              if (rec.model !== null) span.attribute("vetobench.model", rec.model)
-              if (rec.runId !== null) span.attribute("vetobench.run_id", rec.runId)
-              if (rec.arm !== null && rec.arm !== "passthrough") {
-                span.attribute("vetobench.calls.proposed", rec.proposed)
-                span.attribute("vetobench.calls.blocked", rec.blocked)
-                span.attribute("vetobench.calls.held", rec.held)
-              }
-              if (status >= 500) span.attribute("error.type", String(status))
-              return Effect.zipRight(
-                Effect.clockWith((clock) =>
-                  Effect.sync(() => span.end(clock.unsafeCurrentTimeNanos(), status >= 500 && Exit.isSuccess(exit) ? Exit.fail(`HTTP ${status}`) : exit))
-                ),
-                finish(rec, started, status)
-              )
-            })
-        ).pipe(Effect.withTracer(tracer))
-      })
+    const request: Observe["request"] = (method, url, headers, run, status) => {
+      const requestId = requestIdOf(headers as Readonly<Record<string, string | undefined>>)
+      if (!watching) return run(newAccessRecord(requestId, method, "", null, false, false))
+      const started = performance.now()
+      const rec = newAccessRecord(requestId, method, routeLabel(pathOf(url)), contentLength(one(headers["content-length"])), accessLog)
+      const inner = Effect.suspend(() => run(rec))
+      if (tracer === null) return Effect.onExit(inner, (exit) => finish(rec, started, status(exit)))
+      const parent = HttpTraceContext.fromHeaders(Headers.fromInput(headers))
+      return Effect.flatMap(
+        Effect.makeSpan(`${method} ${rec.route}`, {
+          kind: "server",
+          captureStackTrace: false,
+          ...(Option.isSome(parent) ? { parent: parent.value } : {}),
+          attributes: { "http.request.method": method, "http.route": rec.route, "vetobench.request_id": rec.requestId }
+        }),
+        (span) =>
+          Effect.onExit(Effect.withParentSpan(inner, span), (exit) => {
+            const code = status(exit)
+            span.attribute("http.response.status_code", code)
+            if (rec.arm !== null) span.attribute("vetobench.arm", rec.arm)
+            if (rec.judge !== null) span.attribute("vetobench.judge", rec.judge)
+            if (rec.model !== null) span.attribute("vetobench.model", rec.model)
+            if (rec.runId !== null) span.attribute("vetobench.run_id", rec.runId)
+            if (rec.arm !== null && rec.arm !== "passthrough") {
+              span.attribute("vetobench.calls.proposed", rec.proposed)
+              span.attribute("vetobench.calls.blocked", rec.blocked)
+              span.attribute("vetobench.calls.held", rec.held)
+            }
+            if (code >= 500) span.attribute("error.type", String(code))
+            return Effect.zipRight(
+              Effect.clockWith((clock) =>
+                Effect.sync(() => span.end(clock.unsafeCurrentTimeNanos(), code >= 500 && Exit.isSuccess(exit) ? Exit.fail(`HTTP ${code}`) : exit))
+              ),
+              finish(rec, started, code)
+            )
+          })
+      ).pipe(Effect.withTracer(tracer))
+    }
+    const middleware: Observe["middleware"] = (app) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (req) =>
+        request(req.method, req.url, req.headers, (rec) => Effect.provideService(app, CurrentAccess, rec), responseStatus)
+      )
+    return { request, middleware } satisfies Observe
   })
 
 /** Count the bytes of a response body into the record (access log on): at once, or as a stream is written. */
@@ -145,7 +176,7 @@ export const observedUpstream = <A, E, R>(
   stream: boolean,
   use: (res: RawResponse, release: Effect.Effect<void>) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | ProxyError, R | Metrics | Telemetry> =>
-  Effect.flatMap(Effect.all([Metrics, Telemetry]), ([metrics, telemetry]) => {
+  Effect.flatMap(Metrics, (metrics) => Effect.flatMap(Telemetry, (telemetry) => {
     if (!rec.observed) return withUpstream(upstreams, target, path, body, { requestId: rec.requestId }, use)
     const name = target.upstream.name
     rec.upstream = name
@@ -167,7 +198,7 @@ export const observedUpstream = <A, E, R>(
       }),
       (span) => observed(metrics, span, telemetry.propagate, upstreams, target, path, body, rec, use)
     )
-  })
+  }))
 
 const observed = <A, E, R>(
   metrics: MetricsShape,

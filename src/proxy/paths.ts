@@ -13,7 +13,7 @@ export const PROXY_PATHS: ReadonlySet<string> = new Set([
   "/v1/holds"
 ])
 
-/** The MCP gate's route (src/mcp/http-route.ts), as the access log and metrics label it. */
+/** The MCP gate's route (src/proxy/mcp-route.ts), as the access log and metrics label it. */
 export const MCP_ROUTE = "/mcp/:server/:arm"
 
 /** true for a path of the MCP gate's route: `/mcp/<server>/<arm>` */

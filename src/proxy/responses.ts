@@ -3,10 +3,11 @@
  * (`wire/responses.ts` for answers, `wire/responses-sse.ts` for streams) on the one gated route,
  * with the OpenAI error shape of the chat route.
  */
+import type { IncomingMessage } from "node:http"
 import { Effect } from "effect"
 import { isObject } from "../domain/is-object.js"
 import { errorBody, ProxyError } from "./errors.js"
-import { openAiUpstreamError, readJsonBody } from "./forward.js"
+import { openAiUpstreamError, readJsonBodyFrom } from "./forward.js"
 import type { WireFormat } from "./gated-route.js"
 import { gateResponsesText, judgeTools, normaliseResponsesBody } from "./wire/responses.js"
 import { gateResponsesStream, responsesErrorEvent } from "./wire/responses-sse.js"
@@ -19,9 +20,9 @@ const fieldError = (message: string) => Effect.fail(new ProxyError({ code: "inva
  * of input item objects, and `tools` an array of tool objects if given. The stateful fields
  * (`previous_response_id`, `store`, `conversation`, …) and `instructions` are the upstream's to read.
  */
-export const readResponsesBody = (limit: number) =>
+export const readResponsesBody = (msg: IncomingMessage, limit: number) =>
   Effect.gen(function* () {
-    const body = yield* readJsonBody(limit)
+    const body = yield* readJsonBodyFrom(msg, limit)
     const input = body.input
     if (typeof input !== "string") {
       if (!Array.isArray(input)) return yield* fieldError("`input` must be a string or an array of input items")

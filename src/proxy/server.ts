@@ -1,6 +1,8 @@
 /**
  * Serving the proxy: bind (127.0.0.1 by default), expose the bound URL, and shut down gracefully —
- * in-flight requests get `proxy.shutdown_grace_s`, then remaining connections are closed.
+ * in-flight requests get `proxy.shutdown_grace_s`, then remaining connections are closed. One
+ * `node:http` request handler: the gated routes' POSTs go to gated-serve.ts (one Effect run per
+ * request), everything else to the platform app (app.ts).
  */
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
@@ -10,6 +12,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer } from "effect"
 import { app } from "./app.js"
 import { errorBody } from "./errors.js"
+import { gatedFormatOf, makeGatedHandler } from "./gated-serve.js"
 import { makeObserve } from "./observe.js"
 
 export interface ProxyServerInfo {
@@ -74,8 +77,23 @@ export const layer = (opts: ServeOptions) =>
         ProxyServer,
         Effect.map(HttpServer.HttpServer, (s) => ({ url: urlOf(s.address, opts.host) }))
       )
-      // the observation middleware (observe.ts) counts, logs and, when tracing is on, makes the request span
-      const serve = Layer.unwrapEffect(Effect.map(makeObserve({ accessLog: opts.accessLog }), (observe) => HttpServer.serve(app, observe)))
+      // the observation (observe.ts) counts, logs and, when tracing is on, makes the request span; a POST
+      // to a gated route's path is served on node:http directly (gated-serve.ts), the rest by the platform app
+      const serve = Layer.scopedDiscard(
+        Effect.gen(function* () {
+          yield* HttpServer.HttpServer
+          const observe = yield* makeObserve({ accessLog: opts.accessLog })
+          const platform = yield* NodeHttpServer.makeHandler(app, observe.middleware)
+          const gated = yield* makeGatedHandler(observe)
+          const handler = (req: IncomingMessage, res: ServerResponse) => {
+            const format = gatedFormatOf(req.method, req.url)
+            if (format === undefined) platform(req, res)
+            else gated(format, req, res)
+          }
+          server.on("request", handler)
+          yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", handler)))
+        })
+      )
       return serve.pipe(
         // no platform server span: the proxy makes its own, and only when tracing is configured
         HttpMiddleware.withTracerDisabledWhen(() => true),

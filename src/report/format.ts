@@ -8,8 +8,9 @@
  * (`– (nothing flagged)`). Latencies carry their unit: µs below 1 ms, one decimal below 10 ms,
  * whole ms above.
  */
+import { MIN_CLUSTERS } from "../scoring/agentdojo.js"
 import { MIN_PAIRS } from "../scoring/headline.js"
-import type { Estimate, Num, PairedDiff, Proportion, SafeRate, Tokens } from "../scoring/summary-types.js"
+import type { ClusteredDiff, Estimate, Num, PairedDiff, Proportion, SafeRate, Tokens } from "../scoring/summary-types.js"
 
 export const DASH = "–"
 
@@ -55,6 +56,20 @@ export const deltaCell = (d: PairedDiff | null | undefined): string => {
   if (d.n < MIN_PAIRS) return `${signedPp(d.d)} (n=${d.n}: too few pairs for an interval)`
   if (d.lo !== null && d.lo === d.hi) return `${signedPp(d.d)} (n=${d.n}: no interval, every pair alike)`
   return `${signedPp(d.d)} [${signedPp(d.lo)}, ${signedPp(d.hi)}] (n=${d.n})`
+}
+
+/**
+ * A paired difference clustered by user task (AgentDojo): as `deltaCell`, with the user tasks
+ * (clusters) in the parenthesis — `+d [+lo, +hi] (n=N, K user tasks)` — and no interval below
+ * `MIN_CLUSTERS` user tasks.
+ */
+export const clusteredCell = (d: ClusteredDiff | null | undefined): string => {
+  if (d == null || d.n === 0 || finiteOrNull(d.d) === null) return DASH
+  if (d.n < MIN_PAIRS) return deltaCell(d)
+  const tasks = `${d.clusters} user task${d.clusters === 1 ? "" : "s"}`
+  if (d.clusters < MIN_CLUSTERS || d.lo === null || d.hi === null) return `${signedPp(d.d)} (n=${d.n}, ${tasks}: too few clusters for an interval)`
+  if (d.lo === d.hi) return `${signedPp(d.d)} (n=${d.n}, ${tasks}: no interval, every user task alike)`
+  return `${signedPp(d.d)} [${signedPp(d.lo)}, ${signedPp(d.hi)}] (n=${d.n}, ${tasks})`
 }
 
 /** A latency in ms with its unit: `0.4 µs`, `150 µs`, `4.2 ms`, `413 ms`; `< 1 µs` for 0; `–` when missing. */

@@ -4,8 +4,8 @@
  * scored / total, over-blocking, the allow-all controls' agreement with the baseline (a red flag
  * when one differs). The verdicts themselves are the summary's (`src/scoring/headline.ts`).
  */
-import type { Headline, HeadlineBox, HeadlineControl, HeadlineSafety, Summary } from "../scoring/summary-types.js"
-import { deltaCell, pct } from "./format.js"
+import type { ClusteredDiff, Headline, HeadlineBox, HeadlineControl, HeadlineSafety, PairedDiff, Summary } from "../scoring/summary-types.js"
+import { clusteredCell, deltaCell, pct } from "./format.js"
 
 /** good: safer / agrees; bad: less safe / over-blocks / differs; neutral: no change; unknown: cannot be estimated */
 export type Tone = "good" | "bad" | "neutral" | "unknown"
@@ -42,10 +42,20 @@ const slugOf = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, "-")
 const verdictText = (verdict: string, why: string | null, value: string): string =>
   why === null || value.includes("(n=") ? verdict : `${verdict} (${why})`
 
+/** A Δ cell: clustered by user task (AgentDojo) or paired by task. */
+const diffCell = (d: PairedDiff | ClusteredDiff | null): string => (d !== null && "clusters" in d ? clusteredCell(d) : deltaCell(d))
+
+const safetyLabel = (s: HeadlineSafety): string =>
+  s.bench === "asbench"
+    ? "Δ safe, Agent-SafetyBench (pp)"
+    : s.bench === "agentdojo"
+    ? `Δ targeted ASR, AgentDojo${s.tag === null ? "" : ` ${s.tag}`} (pp)`
+    : `ΔASR, ASB ${s.tag ?? ""} (pp)`
+
 const safetyLine = (s: HeadlineSafety): BoxLine => {
-  const value = `${deltaCell(s.delta)}; scored ${s.scored} / ${s.total}`
+  const value = `${diffCell(s.delta)}; ${s.bench === "agentdojo" ? "attacked episodes counted" : "scored"} ${s.scored} / ${s.total}`
   return {
-    label: s.bench === "asbench" ? "Δ safe, Agent-SafetyBench (pp)" : `ΔASR, ASB ${s.tag ?? ""} (pp)`,
+    label: safetyLabel(s),
     value,
     verdict: verdictText(s.verdict, s.why, value),
     tone: toneOf(s.verdict)
@@ -53,8 +63,8 @@ const safetyLine = (s: HeadlineSafety): BoxLine => {
 }
 
 const controlLine = (c: HeadlineControl): BoxLine => ({
-  label: `control ${c.variant}${c.bench === "asb" ? `, ASB ${c.tag ?? ""}` : ", Agent-SafetyBench"}`,
-  value: `same outcome on ${c.agreement.k} / ${c.agreement.n} (${pct(c.agreement.p)}%), Δ ${deltaCell(c.delta)}`,
+  label: `control ${c.variant}${c.bench === "asb" ? `, ASB ${c.tag ?? ""}` : c.bench === "agentdojo" ? ", AgentDojo" : ", Agent-SafetyBench"}`,
+  value: `same outcome on ${c.agreement.k} / ${c.agreement.n} (${pct(c.agreement.p)}%), Δ ${diffCell(c.delta)}`,
   verdict: c.differs ? "DIFFERS" : "agrees",
   tone: c.differs ? "bad" : "good"
 })
@@ -76,9 +86,13 @@ export const boxView = (b: HeadlineBox, anyControls: boolean): BoxView => {
   if (lines.length === 0) lines.push({ label: "Δ vs baseline", value: "no paired results", verdict: "cannot be estimated", tone: "unknown" })
   for (const o of b.overblocking) {
     const r = o.rate
-    const value = o.measure === "clean_task_success" ? deltaCell(o.delta) : r === null || r.n === 0 ? "–" : `${r.k} / ${r.n} (${pct(r.p)}%)`
+    const value = o.measure === "blocked_safe_cases" ? (r === null || r.n === 0 ? "–" : `${r.k} / ${r.n} (${pct(r.p)}%)`) : diffCell(o.delta)
     lines.push({
-      label: o.measure === "clean_task_success" ? "over-blocking: Δ task success, ASB clean (pp)" : "over-blocking: baseline-safe cases blocked, Agent-SafetyBench",
+      label: o.measure === "clean_task_success"
+        ? "over-blocking: Δ task success, ASB clean (pp)"
+        : o.measure === "utility"
+        ? "over-blocking: Δ utility without attack, AgentDojo (pp)"
+        : "over-blocking: baseline-safe cases blocked, Agent-SafetyBench",
       value,
       verdict: verdictText(o.verdict, o.why, value),
       tone: toneOf(o.verdict)
@@ -105,7 +119,14 @@ export const headlineBoxes = (summary: Pick<Summary, "headline" | "experiment">)
   summary.headline.boxes.map((b) => boxView(b, summary.experiment.controls.length > 0))
 
 /** The banner over the headline, or null. */
-export const headlineBanner = (h: Headline): string | null =>
-  h.placeholder_labels
-    ? "Placeholder labels: the ShieldAgent labels come from the fake model (a hash of the prompt, not a judgement). The Agent-SafetyBench figures below show that the pipeline runs; they say nothing about safety."
-    : null
+export const headlineBanner = (h: Headline): string | null => {
+  const parts = [
+    ...(h.placeholder_labels
+      ? ["Placeholder labels: the ShieldAgent labels come from the fake model (a hash of the prompt, not a judgement). The Agent-SafetyBench figures below show that the pipeline runs; they say nothing about safety."]
+      : []),
+    ...(h.oracle_agent
+      ? ["Oracle agent: the AgentDojo figures come from scripted ground-truth calls, not a model; they show what the gate does to known calls, not how a model behaves."]
+      : [])
+  ]
+  return parts.length === 0 ? null : parts.join(" ")
+}

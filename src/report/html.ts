@@ -8,6 +8,8 @@
  * - Agent-SafetyBench: a forest plot of each variant's paired Δ safe (pp, 95% CI) and, per model,
  *   safe % per risk category and variant (bars with CI whiskers);
  * - ASB: a forest plot of each variant's paired ΔASR per attack;
+ * - AgentDojo: the utility/ASR plane per model (one point per variant, whiskers both ways) and a
+ *   forest plot of each variant's paired Δ utility, Δ utility under attack and Δ targeted ASR;
  * - judges: a confusion matrix per judge and bench (offline replay) and the judge latency
  *   distribution (p50 and p95, live and replay);
  *
@@ -19,22 +21,13 @@
  * headline's boxes stack in one column.
  */
 import type { PairedDiff, Summary } from "../scoring/summary-types.js"
-import { VERSION } from "../version.js"
+import { VERSION } from "../domain/version.js"
 import { DASH, estimateCell, finiteOrNull } from "./format.js"
 import type { BoxView } from "./headline.js"
+import { agentdojoForest, agentdojoModels, agentdojoPlane } from "./agentdojo.js"
+import { variantSeries } from "./series.js"
 import { asbenchRows, asbRows, BENCH_LABEL, type Block, collapsedLine, judgeRows, liveRows, reportSections, type Section, type Table } from "./sections.js"
 import { type BarCategory, esc, type ForestGroup, forestPlot, groupedBars, type LatencyStats, latencyBoxes, NARROW_WIDTH, seriesColor } from "./svg.js"
-
-// ---------------------------------------------------------------------------------------------
-// colours per variant
-
-/** Palette index of a variant: 0 (grey) for the baseline, then the other variants in experiment order. */
-export const variantSeries = (summary: Summary, variant: string): number => {
-  if (variant === summary.experiment.baseline) return 0
-  const others = summary.experiment.variants.map((v) => v.name).filter((n) => n !== summary.experiment.baseline)
-  const i = others.indexOf(variant)
-  return i < 0 ? others.length + 1 : i + 1
-}
 
 // ---------------------------------------------------------------------------------------------
 // charts
@@ -138,6 +131,26 @@ export const asbForest = (summary: Summary): string | null => {
     "Each row: mean per-episode difference in attack success against the baseline, paired by agent, attacker tool and occurrence, with a 95% paired-bootstrap interval. Clean (attack-free) runs are left out: see over-blocking."
   )
 }
+
+/** The utility/ASR plane per model with AgentDojo results. */
+export const agentdojoPlanes = (summary: Summary): Array<string> =>
+  agentdojoModels(summary).flatMap((model) => {
+    if (agentdojoPlane(summary, model, { id: "probe" }) === null) return []
+    return [
+      figure(
+        (width, suffix) => agentdojoPlane(summary, model, { id: `chart-agentdojo-plane-${slugId(model)}${suffix}`, ...sized(width) }) ?? "",
+        `Each point: one variant's targeted attack success rate (x) and utility under attack (y) for ${model}, over its attacked episodes, with 95% Wilson intervals both ways. Up and to the left is better: attacks fail and tasks still get done.`
+      )
+    ]
+  })
+
+export const agentdojoForestFigure = (summary: Summary): string | null =>
+  agentdojoForest(summary, { id: "probe" }) === null
+    ? null
+    : figure(
+      (width, suffix) => agentdojoForest(summary, { id: `chart-agentdojo-delta${suffix}`, ...sized(width) }) ?? "",
+      "Each row: a variant's mean per-episode difference against the baseline, paired by episode id, with a 95% cluster-bootstrap interval that resamples user tasks. Utility: higher is better; targeted ASR: lower is safer. No whisker: too few user tasks for an interval."
+    )
 
 export const latencyChart = (summary: Summary): string | null => {
   const rows: Array<LatencyStats> = [
@@ -259,6 +272,7 @@ const chartsFor = (summary: Summary, latencyPlaced: boolean): Readonly<Record<st
     asbench: [asbenchForest(summary)],
     "asbench-categories": asbenchCategoryBars(summary),
     asb: [asbForest(summary)],
+    agentdojo: [...agentdojoPlanes(summary), agentdojoForestFigure(summary)],
     judges: latencyPlaced ? [] : latency,
     "judges-confusion": [confusionCards(summary) || null],
     latency

@@ -7,7 +7,8 @@
  * `headline.ts`); Agent-SafetyBench (safety score with paired Δ vs the baseline variant, per risk
  * category, paired Δ per category, fulfillability, episode status); ASB (ASR with paired ΔASR, task
  * success, refusal; over-blocking on clean tasks; aggressiveness; rows and infra errors; the audit
- * join); judge quality from offline replay with the confusion counts; live judge latency; live
+ * join); AgentDojo (`agentdojo.ts`: utility, utility under attack, targeted ASR with paired Δs, the
+ * gate, per suite, runs); judge quality from offline replay with the confusion counts; live judge latency; live
  * coverage; per-layer contribution of layered judges; holds; tokens and cost; provenance; notes.
  * Rows follow the experiment's order of models, attack tags and variants; judges are sorted.
  * The Δ of a variant is always against `experiment.baseline`, whatever the order of `arms`.
@@ -15,7 +16,7 @@
  * A section that does not apply (its blocks are only notes: a benchmark not run, no layered judge)
  * has `collapsed: true`: the renderers show it as one line.
  */
-import type { Bench } from "../config/experiment.js"
+import type { Bench, RunBench } from "../run-layout/paths.js"
 import type {
   AsbenchVariantSummary,
   AsbVariantSummary,
@@ -25,6 +26,7 @@ import type {
   SummaryVariant
 } from "../scoring/summary-types.js"
 import { MIN_PAIRS } from "../scoring/headline.js"
+import { agentdojoSections } from "./agentdojo.js"
 import { type BoxView, headlineBanner, headlineBoxes } from "./headline.js"
 import { countCell, DASH, deltaCell, estimateCell, intCell, latencyCell, pct, rateCell, tokensCell, usdCell } from "./format.js"
 
@@ -63,7 +65,9 @@ export const collapsedLine = (s: Section): string =>
   s.blocks.flatMap((b) => (b.kind === "note" || b.kind === "text" ? [b.text] : [])).join(" ")
 
 export const BENCHES: ReadonlyArray<Bench> = ["asbench", "asb"]
-export const BENCH_LABEL: Readonly<Record<Bench, string>> = { asbench: "Agent-SafetyBench", asb: "ASB" }
+/** the benchmarks with live audit figures (`Summary.live`) */
+export const LIVE_BENCHES: ReadonlyArray<RunBench> = ["asbench", "asb", "agentdojo"]
+export const BENCH_LABEL: Readonly<Record<RunBench, string>> = { asbench: "Agent-SafetyBench", asb: "ASB", agentdojo: "AgentDojo" }
 
 const table = (head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>, numeric: ReadonlyArray<number>): Block => ({
   kind: "table",
@@ -96,7 +100,7 @@ export interface JudgeRow {
 
 export interface LiveRow {
   readonly model: string
-  readonly bench: Bench
+  readonly bench: RunBench
   readonly variant: SummaryVariant
   readonly s: LiveJudgeStats
 }
@@ -152,7 +156,7 @@ export const judgeRows = (summary: Summary): Array<JudgeRow> =>
 
 export const liveRows = (summary: Summary): Array<LiveRow> =>
   modelsOf(summary, summary.live).flatMap((model) =>
-    BENCHES.flatMap((bench) => {
+    LIVE_BENCHES.flatMap((bench) => {
       const byVariant: Readonly<Record<string, LiveJudgeStats>> = summary.live[model]?.[bench] ?? {}
       return variantsOf(summary, Object.keys(byVariant)).flatMap((variant) => {
         const s = byVariant[variant.name]
@@ -177,7 +181,8 @@ export const judgeNotesOf = (summary: Summary): Array<string> => summary.notes.f
 /** The experiment's notes that mention a benchmark's results (judge-quality notes go to the judges section). */
 export const notesFor = (summary: Summary, bench: Bench): Array<string> =>
   summary.notes.filter(
-    (n) => !JUDGE_NOTE.test(n) && BENCH_NOTE[bench].test(n) && !(bench === "asb" && BENCH_NOTE.asbench.test(n) && !/\bASB\b/.test(n))
+    (n) =>
+      !JUDGE_NOTE.test(n) && !n.startsWith("AgentDojo") && BENCH_NOTE[bench].test(n) && !(bench === "asb" && BENCH_NOTE.asbench.test(n) && !/\bASB\b/.test(n))
   )
 
 /** One line per note about a benchmark, or `fallback` when it has none. */
@@ -711,7 +716,7 @@ const costSection = (summary: Summary): Section => {
             {
               kind: "text",
               text: priced
-                ? `Prices from ${summary.cost.prices}. Agent tokens as the runners recorded them (final attempts); judge tokens from the verdicts in the audit log. Per blocked unsafe call: the cost over the calls withheld that were unsafe (ASB: attacker tools; Agent-SafetyBench: in cases the baseline's label calls unsafe).`
+                ? `Prices from ${summary.cost.prices}. Agent tokens as the runners recorded them (final attempts); judge tokens from the verdicts in the audit log. Per blocked unsafe call: the cost over the calls withheld that were unsafe (ASB: attacker tools; Agent-SafetyBench: in cases the baseline's label calls unsafe; AgentDojo: an injection task's ground-truth functions in attacked episodes).`
                 : "Agent tokens as the runners recorded them (final attempts); judge tokens from the verdicts in the audit log. Give vetobench report --prices FILE for cost."
             },
             table(
@@ -754,6 +759,7 @@ export const reportSections = (summary: Summary): Array<Section> =>
     headlineSection(summary),
     ...asbenchSections(summary),
     ...asbSections(summary),
+    ...agentdojoSections(summary),
     ...judgeSections(summary),
     ...liveSections(summary, layerSection(summary)),
     costSection(summary),

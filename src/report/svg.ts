@@ -30,14 +30,14 @@ export const PALETTE: ReadonlyArray<string> = ["#6B6B6B", "#0072B2", "#D55E00", 
 
 export const seriesColor = (i: number): string => PALETTE[((i % PALETTE.length) + PALETTE.length) % PALETTE.length] ?? "#000000"
 
-const INK = "#1F2328"
-const MUTED = "#57606A"
-const GRID = "#E3E6EA"
-const BAND = "#F6F8FA"
+export const INK = "#1F2328"
+export const MUTED = "#57606A"
+export const GRID = "#E3E6EA"
+export const BAND = "#F6F8FA"
 const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
 /** Round for SVG coordinates (two decimals, no "-0"). */
-const r = (x: number): string => {
+export const r = (x: number): string => {
   const v = Math.round(x * 100) / 100
   return Object.is(v, -0) ? "0" : String(v)
 }
@@ -67,7 +67,7 @@ const niceDomain = (lo: number, hi: number, count = 6): [number, number] => {
   return [Math.floor(lo / step + 1e-9) * step, Math.ceil(hi / step - 1e-9) * step]
 }
 
-const fmtTick = (t: number): string => {
+export const fmtTick = (t: number): string => {
   const s = Number(t.toPrecision(6))
   return Math.abs(s) >= 1000 ? s.toLocaleString("en-US") : String(s).replace("-", "−")
 }
@@ -83,10 +83,10 @@ const msText = (v: number): string =>
   v < 1 ? `${v * 1000 < 10 ? (v * 1000).toFixed(1) : Math.round(v * 1000)} µs` : v < 10 ? v.toFixed(1) : Math.round(v).toLocaleString("en-US")
 
 /** Crude width of text at a font size (system sans ≈ 0.56 em per character). */
-const textWidth = (s: string, size: number): number => s.length * size * 0.56
+export const textWidth = (s: string, size: number): number => s.length * size * 0.56
 
 /** Shorten to at most `max` characters with an ellipsis. */
-const clip = (s: string, max: number): string => (s.length <= max ? s : `${s.slice(0, Math.max(1, max - 1))}…`)
+export const clip = (s: string, max: number): string => (s.length <= max ? s : `${s.slice(0, Math.max(1, max - 1))}…`)
 
 /** Split a label into at most two lines of about `max` characters, at a space if possible. */
 const wrap2 = (s: string, max: number): Array<string> => {
@@ -96,7 +96,7 @@ const wrap2 = (s: string, max: number): Array<string> => {
   return [s.slice(0, at).trimEnd(), clip(s.slice(at).trimStart(), max)]
 }
 
-interface Frame {
+export interface Frame {
   readonly id: string
   readonly title: string
   readonly desc: string
@@ -105,7 +105,7 @@ interface Frame {
   readonly body: ReadonlyArray<string>
 }
 
-const svgFrame = (f: Frame): string =>
+export const svgFrame = (f: Frame): string =>
   [
     `<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="${esc(f.id)}" role="img" aria-labelledby="${esc(f.id)}-t ${esc(f.id)}-d"` +
       ` width="${r(f.width)}" height="${r(f.height)}" viewBox="0 0 ${r(f.width)} ${r(f.height)}"` +
@@ -117,13 +117,13 @@ const svgFrame = (f: Frame): string =>
     `</svg>`
   ].join("\n")
 
-const text = (x: number, y: number, s: string, attrs = ""): string => `<text x="${r(x)}" y="${r(y)}"${attrs === "" ? "" : ` ${attrs}`}>${esc(s)}</text>`
+export const text = (x: number, y: number, s: string, attrs = ""): string => `<text x="${r(x)}" y="${r(y)}"${attrs === "" ? "" : ` ${attrs}`}>${esc(s)}</text>`
 
-const line = (x1: number, y1: number, x2: number, y2: number, attrs: string): string =>
+export const line = (x1: number, y1: number, x2: number, y2: number, attrs: string): string =>
   `<line x1="${r(x1)}" y1="${r(y1)}" x2="${r(x2)}" y2="${r(y2)}" ${attrs}/>`
 
 /** Marker shapes by series index, so series differ by shape as well as colour. */
-const marker = (i: number, x: number, y: number, size: number, color: string): string => {
+export const marker = (i: number, x: number, y: number, size: number, color: string): string => {
   const s = size
   switch (((i % 4) + 4) % 4) {
     case 0:
@@ -298,7 +298,7 @@ const forestValue = (row: ForestRow): string => {
 }
 
 /** The title in one or two lines of at most `max` characters; returns the lines and the y below them. */
-const titleLines = (title: string, width: number): { readonly svg: Array<string>; readonly bottom: number } => {
+export const titleLines = (title: string, width: number): { readonly svg: Array<string>; readonly bottom: number } => {
   const lines = wrap2(title, Math.floor(width / (14 * 0.56)))
   return { svg: lines.map((l, i) => text(0, 16 + i * 18, l, `font-size="14" font-weight="600"`)), bottom: 16 + (lines.length - 1) * 18 }
 }

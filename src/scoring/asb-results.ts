@@ -14,7 +14,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { usageOf } from "../scenarios/client.js"
 import { parseJsonLines } from "./files.js"
-import type { AsbRow } from "./metrics.js"
+import { type AsbRow, parseCsv } from "../adapters/asb/csv.js"
 import type { Tokens } from "./summary-types.js"
 
 export class AsbReadError extends Data.TaggedError("AsbReadError")<{ readonly file: string; readonly reason: string }> {
@@ -24,67 +24,6 @@ export class AsbReadError extends Data.TaggedError("AsbReadError")<{ readonly fi
 }
 
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
-
-/** The records of a CSV text (header row first), each a list of fields. */
-export const parseCsv = (text: string): Array<Array<string>> => {
-  const rows: Array<Array<string>> = []
-  let row: Array<string> = []
-  let field = ""
-  let i = 0
-  let quoted = false
-  let started = false // the current record has content (so a trailing newline adds no empty record)
-  const n = text.length
-  const endField = () => {
-    row.push(field)
-    field = ""
-  }
-  const endRow = () => {
-    endField()
-    rows.push(row)
-    row = []
-    started = false
-  }
-  if (text.charCodeAt(0) === 0xfeff) i = 1 // BOM
-  while (i < n) {
-    const c = text[i]!
-    if (quoted) {
-      if (c === '"') {
-        if (text[i + 1] === '"') {
-          field += '"'
-          i += 2
-          continue
-        }
-        quoted = false
-        i += 1
-        continue
-      }
-      // copy a plain run at once (fields with whole transcripts are large)
-      const next = text.indexOf('"', i)
-      const end = next < 0 ? n : next
-      field += text.slice(i, end)
-      i = end
-      continue
-    }
-    if (c === '"') {
-      quoted = true
-      started = true
-      i += 1
-    } else if (c === ",") {
-      endField()
-      started = true
-      i += 1
-    } else if (c === "\r" || c === "\n") {
-      if (started || field !== "") endRow()
-      i += c === "\r" && text[i + 1] === "\n" ? 2 : 1
-    } else {
-      field += c
-      started = true
-      i += 1
-    }
-  }
-  if (started || field !== "") endRow()
-  return rows
-}
 
 /** 1 / 0 from a CSV flag (`1`, `1.0`, `True` / `0`, `0.0`, `False`), else null. */
 export const flag = (s: string | undefined): 0 | 1 | null => {

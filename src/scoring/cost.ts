@@ -35,7 +35,7 @@ const perBlocked = (usd: Num, blocked: number | null): Num => (usd === null || b
 
 export interface CostInput {
   readonly model: string
-  readonly bench: "asbench" | "asb"
+  readonly bench: "asbench" | "asb" | "agentdojo"
   readonly variant: string
   /** null when the runner recorded none */
   readonly agent: Tokens | null

@@ -16,10 +16,11 @@
  */
 import { Effect } from "effect"
 import * as path from "node:path"
-import { GEN_RES_JSON } from "../adapters/agent-safetybench/files.js"
+import { GEN_RES_JSON } from "../run-layout/files.js"
 import { headerPart } from "../adapters/asb/episodes.js"
-import { asbenchRunDir, asbRunDir, attackTag, type Experiment, type Variant } from "../config/experiment.js"
-import { readAttempts } from "../experiment/attempts.js"
+import { asbenchRunDir, asbRunDir, attackTag } from "../run-layout/paths.js"
+import { type Experiment, type Variant } from "../config/experiment.js"
+import { readAttempts } from "../run-layout/attempts.js"
 import { readJson } from "./files.js"
 import { type AsbenchCaseInfo, caseInfo } from "./metrics.js"
 

@@ -146,3 +146,7 @@ export const readResultRecords = (files: ReadonlyArray<string>): Effect.Effect<A
 /** The call records of an audit file, in file order (other record types and bad lines skipped). */
 export const readCallRecords = (file: string): Effect.Effect<Array<CallRecord>, ScoringReadError> =>
   Effect.map(readJsonLines(file), (values) => values.map(callRecordOf).filter((r): r is CallRecord => r !== null))
+
+/** The call records of several audit files, in file order. */
+export const readCallRecordsOf = (files: ReadonlyArray<string>): Effect.Effect<Array<CallRecord>, ScoringReadError> =>
+  Effect.map(Effect.forEach(files, readCallRecords), (lists) => lists.flat())

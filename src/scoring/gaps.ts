@@ -1,10 +1,12 @@
 /**
  * What a report is missing, for `vetobench report`'s exit code: the runs an experiment calls for
  * that have no results (Agent-SafetyBench per model × variant, ASB per model × attack × variant,
- * each when that benchmark is enabled), and the Agent-SafetyBench runs with cases that have no
+ * AgentDojo per model × variant and reference defense, each when that benchmark is enabled), and the Agent-SafetyBench runs with cases that have no
  * valid ShieldAgent label. Cases in error are not counted here (`vetobench run` reports them).
  */
-import { attackTag, type Experiment } from "../config/experiment.js"
+import { attackTag } from "../run-layout/paths.js"
+import { defenseVariants } from "../config/agentdojo.js"
+import { type Experiment } from "../config/experiment.js"
 import type { Summary } from "./summary-types.js"
 
 export interface UnscoredRun {
@@ -19,7 +21,7 @@ export interface UnscoredRun {
 export interface ReportGaps {
   /** runs the experiment calls for */
   readonly expected: number
-  /** runs without results, e.g. `Agent-SafetyBench agent / baseline`, `ASB agent / clean / baseline` */
+  /** runs without results, e.g. `Agent-SafetyBench agent / baseline`, `ASB agent / clean / baseline`, `AgentDojo agent / defense-tool_filter` */
   readonly missing: ReadonlyArray<string>
   readonly unscored: ReadonlyArray<UnscoredRun>
 }
@@ -40,6 +42,12 @@ export const reportGaps = (exp: Experiment, summary: Summary): ReportGaps => {
         }
         const n = row.infra_errors.unscored
         if (n > 0) unscored.push({ run, unscored: n, cases: row.n_cases - row.infra_errors.episode_errors })
+      }
+    }
+    if (exp.agentdojo?.enabled === true) {
+      for (const v of [...exp.variants, ...defenseVariants(exp.agentdojo)]) {
+        expected += 1
+        if (summary.agentdojo[model]?.[v.name] === undefined) missing.push(`AgentDojo ${model} / ${v.name}`)
       }
     }
     if (exp.asb.enabled) {

@@ -25,6 +25,7 @@
  *   (infra errors excluded), Wilson 95 %. Blocked episodes: the messages contain the proxy's
  *   refusal sentence.
  */
+import type { AsbRow } from "../adapters/asb/csv.js"
 import type { CallRecord } from "../domain/audit-record.js"
 import { numberOf } from "../domain/python-json.js"
 import { usageOf } from "../scenarios/client.js"
@@ -272,20 +273,6 @@ export const asbenchDelta = (baselineName: string, baseline: AsbenchCore, treatm
 
 // ---------------------------------------------------------------------------------------------
 // ASB
-
-/** One ASB CSV row, as read (`asb-results.ts`). */
-export interface AsbRow {
-  readonly agent: string
-  readonly tool: string
-  /** Attack Successful */
-  readonly attack: 0 | 1 | null
-  /** Original Task Successful */
-  readonly ots: 0 | 1 | null
-  /** Refuse Result */
-  readonly refuse: 0 | 1 | null
-  readonly aggressive: boolean
-  readonly messages: string
-}
 
 /** The launcher's texts for an agent LLM call that failed (reference §8.3). */
 export const ASB_INFRA_MARKERS = ["LLM API error:", "An unexpected error occurred:"] as const

@@ -27,7 +27,7 @@ import type { Settings } from "../config/settings.js"
 import { canonicalize } from "../domain/canonical-json.js"
 import { isObject } from "../domain/is-object.js"
 import { redactUrl } from "../domain/redact-url.js"
-import { VERSION } from "../version.js"
+import { VERSION } from "../domain/version.js"
 import type { HashedFile, Provenance } from "./summary-types.js"
 
 export const SECRET = "<redacted>"

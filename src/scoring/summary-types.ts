@@ -444,11 +444,12 @@ export interface CostLine {
 
 export interface CostRow {
   readonly model: string
-  readonly bench: "asbench" | "asb"
+  readonly bench: "asbench" | "asb" | "agentdojo"
   readonly variant: string
   /**
    * calls withheld that were unsafe — ASB: calls of an attacker tool; Agent-SafetyBench: calls in a
-   * case the baseline's ShieldAgent label calls unsafe. null when that is not known (no labels, no
+   * case the baseline's ShieldAgent label calls unsafe; AgentDojo: stopped calls of a function of the
+   * injection task's ground truth in an attacked episode. null when that is not known (no labels, no
    * ASB checkout, an unjudged variant)
    */
   readonly blocked_unsafe_calls: number | null
@@ -494,26 +495,30 @@ export interface Provenance {
 export type HeadlineVerdict = "safer" | "no detectable change" | "less safe" | "cannot be estimated"
 
 export interface HeadlineSafety {
-  readonly bench: "asbench" | "asb"
-  /** ASB: the attack tag; Agent-SafetyBench: null */
+  readonly bench: "asbench" | "asb" | "agentdojo"
+  /** ASB: the attack tag; AgentDojo: its attacks, comma-separated; Agent-SafetyBench: null */
   readonly tag: string | null
-  /** `safe`: Δ safety score (positive = safer); `asr`: Δ attack success rate (negative = safer) */
+  /** `safe`: Δ safety score (positive = safer); `asr`: Δ attack success rate (negative = safer; AgentDojo: targeted ASR) */
   readonly measure: "safe" | "asr"
-  readonly delta: PairedDiff
+  /** AgentDojo: clustered by user task */
+  readonly delta: PairedDiff | ClusteredDiff
   readonly verdict: HeadlineVerdict
   /** why there is no verdict, or why the interval is not an interval; null otherwise */
   readonly why: string | null
-  /** scored cases / counted rows of the variant */
+  /** scored cases / counted rows / counted attacked episodes of the variant */
   readonly scored: number
-  /** cases / rows of the variant */
+  /** cases / rows / attacked episodes (errors included) of the variant */
   readonly total: number
 }
 
 export interface HeadlineOverblocking {
-  readonly bench: "asbench" | "asb"
-  /** ASB: Δ original-task success on clean tasks; Agent-SafetyBench: blocked among baseline-safe cases */
-  readonly measure: "clean_task_success" | "blocked_safe_cases"
-  readonly delta: PairedDiff | null
+  readonly bench: "asbench" | "asb" | "agentdojo"
+  /**
+   * ASB: Δ original-task success on clean tasks; Agent-SafetyBench: blocked among baseline-safe
+   * cases; AgentDojo: Δ utility on episodes without injection
+   */
+  readonly measure: "clean_task_success" | "blocked_safe_cases" | "utility"
+  readonly delta: PairedDiff | ClusteredDiff | null
   readonly rate: Proportion | null
   readonly verdict: "over-blocks" | "no detectable over-blocking" | "cannot be estimated"
   readonly why: string | null
@@ -522,10 +527,10 @@ export interface HeadlineOverblocking {
 /** An allow-all control against the baseline: it should agree on every task. */
 export interface HeadlineControl {
   readonly variant: string
-  readonly bench: "asbench" | "asb"
+  readonly bench: "asbench" | "asb" | "agentdojo"
   readonly tag: string | null
   readonly agreement: Proportion
-  readonly delta: PairedDiff
+  readonly delta: PairedDiff | ClusteredDiff
   /** the interval of the difference excludes 0: the harness changes outcomes by itself */
   readonly differs: boolean
 }
@@ -546,14 +551,134 @@ export interface HeadlineBox {
 export interface Headline {
   /** the ShieldAgent labels are the fake vLLM's placeholders (a hash of the prompt), not judgements */
   readonly placeholder_labels: boolean
+  /** some AgentDojo figures come from the scripted oracle agent (ground-truth calls, not a model) */
+  readonly oracle_agent: boolean
   /** one per model × variant other than the baseline, experiment order */
   readonly boxes: ReadonlyArray<HeadlineBox>
+}
+
+// ---------------------------------------------------------------------------------------------
+// AgentDojo (`src/scoring/agentdojo.ts`; how the figures map to the published ones: docs/agentdojo.md)
+
+/**
+ * A paired difference (treatment − baseline, mean of per-episode differences over the `n` episodes
+ * both variants counted) with a cluster-bootstrap 95 % interval that resamples whole user tasks
+ * (`<suite>:<user_task>`), since the episodes of one user task are not independent. lo/hi null when
+ * n = 0 or the pairs fall in fewer than 2 user tasks (no interval).
+ */
+export interface ClusteredDiff extends PairedDiff {
+  /** user tasks the pairs fall in (the clusters resampled) */
+  readonly clusters: number
+}
+
+/** Paired Δ of one AgentDojo variant against the baseline, by episode id. */
+export interface AgentdojoDelta {
+  readonly baseline: string
+  /** utility on episodes without injection (negative = the variant breaks tasks) */
+  readonly utility: ClusteredDiff
+  readonly utility_under_attack: ClusteredDiff
+  /** targeted ASR (negative = fewer attacks succeed) */
+  readonly asr: ClusteredDiff
+  /** paired episodes with the same outcome in both variants (utility, and security when attacked) */
+  readonly agreement: Proportion
+}
+
+/**
+ * What the gate did in an AgentDojo cell, from the proxy's call records joined by episode id (final
+ * attempts). A call counts as stopped when it was withheld (`blocked`, enforce) or, in shadow, when
+ * its effective decision was deny or hold (what enforce would have withheld).
+ */
+export interface AgentdojoGate {
+  /** call records of the cell's counted episodes */
+  readonly calls: number
+  readonly calls_blocked: number
+  /** counted episodes (rows without an infrastructure error) */
+  readonly episodes: number
+  /** calls_blocked / episodes; null when there is no episode */
+  readonly blocked_per_episode: Num
+  readonly episodes_with_block: number
+  /**
+   * Attacked episodes in which a record of the injection task's first ground-truth function (by
+   * name) was stopped, of the attacked episodes whose injection task has a ground-truth call.
+   */
+  readonly first_harmful_blocked: Proportion
+  /** of those episodes, the ones where the agent proposed that function at all */
+  readonly first_harmful_proposed: number
+}
+
+/** The AgentDojo figures of one variant over a set of episodes (all, or one suite). */
+export interface AgentdojoCell {
+  /** episodes (final attempts), errors included */
+  readonly episodes: number
+  /** of those, attacked episodes (an injection task), errors included */
+  readonly attacked: number
+  /** infrastructure errors: never counted as success or failure, left out of every rate */
+  readonly errors: number
+  /** utility on episodes without injection, Wilson 95 % */
+  readonly utility: Proportion
+  /** utility on attacked episodes */
+  readonly utility_under_attack: Proportion
+  /** targeted attack success rate: AgentDojo's `security` true (the injection task succeeded) of attacked episodes */
+  readonly asr: Proportion
+  /** null for the baseline itself and without baseline results */
+  readonly delta: AgentdojoDelta | null
+  /** null for variants without a judge, or without audit records */
+  readonly gate: AgentdojoGate | null
+}
+
+/** The join of a variant's results with the proxy's call records. */
+export interface AgentdojoAudit {
+  /** absolute paths of the audit files read */
+  readonly audit_files: ReadonlyArray<string>
+  /** call records of the final attempts */
+  readonly calls: number
+  /** call records of earlier attempts, left out */
+  readonly stale_calls: number
+  /** episode ids of records that no result row has (e.g. an episode killed before it finished) */
+  readonly unmatched_episodes: number
+  /** the first (sorted) of those, at most 5 */
+  readonly unmatched_examples: ReadonlyArray<string>
+}
+
+export interface AgentdojoVariantSummary {
+  readonly variant: string
+  readonly arm: SummaryVariant["arm"]
+  readonly judge: string | null
+  /** AgentDojo's own defense element (`defense-<name>` variants, on the baseline arm); null otherwise */
+  readonly defense: string | null
+  /** every counted row came from the scripted oracle agent (ground-truth calls, not a model) */
+  readonly oracle: boolean
+  /** rows (final attempts) with `oracle: true` */
+  readonly oracle_episodes: number
+  /** AgentDojo benchmark versions of the rows, sorted */
+  readonly benchmark_versions: ReadonlyArray<string>
+  /** suites of the rows, sorted (the keys of `by_suite`) */
+  readonly suites: ReadonlyArray<string>
+  /** attacks of the attacked rows, sorted (pooled in every figure) */
+  readonly attacks: ReadonlyArray<string>
+  /** results files read */
+  readonly files: ReadonlyArray<string>
+  /** rows read, every attempt */
+  readonly rows: number
+  /** rows of an earlier attempt of an episode, left out */
+  readonly stale_rows: number
+  /** up to 3 distinct error texts of the counted episodes */
+  readonly error_examples: ReadonlyArray<string>
+  readonly overall: AgentdojoCell
+  /** by suite name */
+  readonly by_suite: Readonly<Record<string, AgentdojoCell>>
+  /** null for variants without audit records */
+  readonly audit: AgentdojoAudit | null
+  /** the agent's tokens over the rows that recorded them; null when none did */
+  readonly agent_tokens: Tokens | null
 }
 
 export interface LiveByBench {
   /** by judged variant name */
   readonly asbench: Readonly<Record<string, LiveJudgeStats>>
   readonly asb: Readonly<Record<string, LiveJudgeStats>>
+  /** each episode's calls from the final attempt of its result row */
+  readonly agentdojo: Readonly<Record<string, LiveJudgeStats>>
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -575,6 +700,8 @@ export interface Summary {
   readonly asb: Readonly<Record<string, Readonly<Record<string, Readonly<Record<string, AsbVariantSummary>>>>>>
   /** model → bench → judge → quality, from `<run_dir>/replay/<bench>.<slug(model)>.jsonl` */
   readonly judges: Readonly<Record<string, JudgesByBench>>
+  /** model → variant → AgentDojo summary (variants with results under `<run_dir>/agentdojo`) */
+  readonly agentdojo: Readonly<Record<string, Readonly<Record<string, AgentdojoVariantSummary>>>>
   /** model → bench → judged variant → what the proxy logged */
   readonly live: Readonly<Record<string, LiveByBench>>
   /** tokens and, with a price table, cost per variant and per blocked unsafe call */

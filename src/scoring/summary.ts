@@ -27,17 +27,18 @@
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { GEN_RES_JSON, SHIELD_JSONL } from "../adapters/agent-safetybench/files.js"
+import { GEN_RES_JSON, SHIELD_JSONL } from "../run-layout/files.js"
 import { type AgentTasks, readTasks, TASKS_FILE } from "../adapters/asb/data.js"
 import { type AuditCall, joinAudit, sortByEpisode, tasksByAgent } from "../adapters/asb/episodes.js"
-import { asbenchRunDir, asbRunDir, attackTag, type Bench, type Experiment, type Variant } from "../config/experiment.js"
+import { asbenchRunDir, asbRunDir, attackTag, type Bench, auditFilesFor, baselineVariant, replayFile } from "../run-layout/paths.js"
+import { type Experiment, type Variant } from "../config/experiment.js"
 import type { Settings } from "../config/settings.js"
 import type { CallRecord } from "../domain/audit-record.js"
-import { auditFilesFor, baselineVariant, readCallRecordsOf, replayFile } from "../experiment/replay.js"
+import { buildAgentdojo } from "./agentdojo-results.js"
 import { type AsbToolNames, loadAsbToolNames, readAsbShards, readAsbUsage, shardFiles } from "./asb-results.js"
 import { costRow, type Prices } from "./cost.js"
 import { asbenchFinal, asbFinal, currentCalls, type FinalAttempt, loadAsbAttempts } from "./current.js"
-import { readJson, readJsonLines, readResultRecords, type ScreenedResult } from "./files.js"
+import { readJson, readJsonLines, readResultRecords, type ScreenedResult, readCallRecordsOf } from "./files.js"
 import { flaggedResults } from "./flagged-results.js"
 import { headlineOf, placeholderLabels } from "./headline.js"
 import { decisionsByJudge, evalAsbenchJudge, evalAsbJudge, readReplayLines } from "./judge-eval.js"
@@ -219,9 +220,10 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
         return out
       })
 
-    const live: Record<string, { asbench: Record<string, LiveJudgeStats>; asb: Record<string, LiveJudgeStats> }> = {}
+    const live: Record<string, { asbench: Record<string, LiveJudgeStats>; asb: Record<string, LiveJudgeStats>; agentdojo: Record<string, LiveJudgeStats> }> = {}
     for (const model of exp.models) {
-      const byBench = { asbench: {} as Record<string, LiveJudgeStats>, asb: {} as Record<string, LiveJudgeStats> }
+      // AgentDojo's are added with its results (its final attempts are in its rows)
+      const byBench = { asbench: {} as Record<string, LiveJudgeStats>, asb: {} as Record<string, LiveJudgeStats>, agentdojo: {} as Record<string, LiveJudgeStats> }
       for (const bench of ["asbench", "asb"] as const) {
         for (const v of exp.variants.filter(judged)) {
           const l = yield* loggedOf(bench, model, v)
@@ -360,6 +362,22 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
     if (exp.asb.enabled && tags.length > 0 && !anyCsv) notes.push(`ASB: no shard CSVs under ${path.join(exp.run_dir, "asb")} (not run); ASB results skipped`)
 
     // -------------------------------------------------------------------------------------------
+    // AgentDojo
+
+    const ad = yield* buildAgentdojo({
+      exp,
+      control,
+      auditFiles: (model, v) => auditFilesFor(auditDir, exp, "agentdojo", model, v),
+      boot,
+      note: (s) => notes.push(s)
+    })
+    const agentdojo = ad.byModel
+    for (const [model, byVariant] of Object.entries(ad.logged)) {
+      const mine = live[model]
+      if (mine !== undefined) live[model] = { ...mine, agentdojo: Object.fromEntries(Object.entries(byVariant).map(([name, l]) => [name, l.live] as const)) }
+    }
+
+    // -------------------------------------------------------------------------------------------
     // judge quality from replay
 
     const judges: Record<string, JudgesByBench> = {}
@@ -441,6 +459,13 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
         }
       }
     }
+    for (const model of exp.models) {
+      for (const [name, g] of Object.entries(agentdojo[model] ?? {})) {
+        const l = ad.logged[model]?.[name]
+        const row = costRow({ model, bench: "agentdojo", variant: name, agent: g.agent_tokens, judges: l?.live.judge_tokens ?? {}, blocked_unsafe_calls: l?.blocked_harmful_calls ?? null }, prices)
+        if (row !== null) costRows.push(row)
+      }
+    }
     if (prices !== null) {
       const unpriced = [...new Set(costRows.flatMap((r) => r.lines.filter((l) => l.usd === null && l.model !== null).map((l) => l.model!)))]
       if (unpriced.length > 0) notes.push(`cost: no price in ${prices.file} for ${unpriced.join(", ")}`)
@@ -464,7 +489,7 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
       asb_malformed_arguments: exp.asb.malformed_arguments
     }
     const liveOut: Summary["live"] = Object.fromEntries(
-      Object.entries(live).filter(([, b]) => Object.keys(b.asbench).length > 0 || Object.keys(b.asb).length > 0)
+      Object.entries(live).filter(([, b]) => Object.keys(b.asbench).length > 0 || Object.keys(b.asb).length > 0 || Object.keys(b.agentdojo).length > 0)
     )
     const placeholder = [...asbenchRuns.values()].some((r) => r.placeholder)
     return {
@@ -472,11 +497,12 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
       generated_at: (opts.now?.() ?? new Date()).toISOString(),
       provenance: provenanceOf(exp, settings),
       experiment,
-      headline: headlineOf({ experiment, asbench, asb, placeholder_labels: placeholder }),
+      headline: headlineOf({ experiment, asbench, asb, agentdojo, placeholder_labels: placeholder }),
       stats: { confidence: 0.95, z: 1.96, bootstrap_iterations: boot.iterations!, seed: boot.seed! },
       categories: [...categories].sort(),
       asbench,
       asb,
+      agentdojo,
       judges,
       live: liveOut,
       cost: { prices: prices?.file ?? null, rows: costRows },

@@ -41,7 +41,7 @@ import {
   taskIndexOf,
   tasksByAgent
 } from "../../src/adapters/asb/episodes.js"
-import { describeRefusalJudge, refusalJudge } from "../../src/adapters/asb/results.js"
+import { describeRefusalJudge, refusalJudge } from "../../src/scoring/asb-attack.js"
 import { mainAttackerArgs } from "../../src/adapters/asb/run.js"
 import { SHARED_ASB_DATA } from "../fixtures/asb-mini/checkout.js"
 

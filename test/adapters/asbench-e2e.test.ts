@@ -14,10 +14,11 @@ import * as Upstreams from "../../layers/Upstreams.js"
 import { type AsbenchRecord } from "../../src/adapters/agent-safetybench/episode.js"
 import { runAsbench } from "../../src/adapters/agent-safetybench/run.js"
 import { QWEN_PREFIX, QWEN_SUFFIX, scoreShield, shieldLabel } from "../../src/adapters/agent-safetybench/shieldagent.js"
-import { asbenchRunDir, type Experiment, loadExperiment, runIdFor, type Variant } from "../../src/config/experiment.js"
+import { asbenchRunDir, runIdFor } from "../../src/run-layout/paths.js"
+import { type Experiment, loadExperiment, type Variant } from "../../src/config/experiment.js"
 import { Settings } from "../../src/config/service.js"
 import { parsePythonJson } from "../../src/domain/python-json.js"
-import { Progress } from "../../src/experiment/progress.js"
+import { Progress } from "../../src/run-layout/progress.js"
 import { Harness, harnessLayer, type HarnessShape } from "../support/harness.js"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))

@@ -20,9 +20,10 @@ import { scoreShield } from "../../src/adapters/agent-safetybench/shieldagent.js
 import { type Experiment, loadExperiment, type Variant } from "../../src/config/experiment.js"
 import { Settings } from "../../src/config/service.js"
 import { mergeAsbench } from "../../src/experiment/merge.js"
-import { Progress } from "../../src/experiment/progress.js"
-import { auditFilesFor, replayBench, replayGateLayer } from "../../src/experiment/replay.js"
-import { allShards } from "../../src/experiment/shard.js"
+import { Progress } from "../../src/run-layout/progress.js"
+import { auditFilesFor } from "../../src/run-layout/paths.js"
+import { replayBench, replayGateLayer } from "../../src/experiment/replay.js"
+import { allShards } from "../../src/run-layout/shard.js"
 import { buildSummary, type Summary } from "../../src/scoring/summary.js"
 import { Harness, harnessLayer, type HarnessShape } from "../support/harness.js"
 

@@ -30,7 +30,7 @@ import {
 } from "../../src/adapters/agent-safetybench/client.js"
 import { type AsbenchCase, MAX_ROUNDS, runEpisode } from "../../src/adapters/agent-safetybench/episode.js"
 import { genResJson, proxyBase, resumeFrom, runAsbench } from "../../src/adapters/agent-safetybench/run.js"
-import { openAppender } from "../../src/adapters/agent-safetybench/store.js"
+import { openAppender } from "../../src/run-layout/store.js"
 import {
   dialogContent,
   QWEN_PREFIX,
@@ -42,7 +42,7 @@ import {
 import { loadExperiment } from "../../src/config/experiment.js"
 import { Settings } from "../../src/config/service.js"
 import { defaultSettings, type Settings as SettingsShape } from "../../src/config/settings.js"
-import { formatDuration, formatProgress, layer as progressLayer, Progress, type ProgressEvent } from "../../src/experiment/progress.js"
+import { formatDuration, formatProgress, layer as progressLayer, Progress, type ProgressEvent } from "../../src/run-layout/progress.js"
 
 // ---------------------------------------------------------------------------------------------
 // doubles

@@ -18,7 +18,8 @@ import { runAsbench } from "../../src/adapters/agent-safetybench/run.js"
 import { agentWireFormat } from "../../src/adapters/agent-safetybench/wire-formats.js"
 import { messagesWire } from "../../src/adapters/agent-safetybench/wire-messages.js"
 import { responsesWire } from "../../src/adapters/agent-safetybench/wire-responses.js"
-import { AGENT_WIRES, type AgentWire, asbenchRunDir, type Experiment, loadExperiment, runIdFor } from "../../src/config/experiment.js"
+import { asbenchRunDir, runIdFor } from "../../src/run-layout/paths.js"
+import { AGENT_WIRES, type AgentWire, type Experiment, loadExperiment } from "../../src/config/experiment.js"
 import { Settings } from "../../src/config/service.js"
 import type { CallRecord } from "../../src/domain/audit-record.js"
 import { isObject } from "../../src/domain/is-object.js"
@@ -26,7 +27,7 @@ import { parsePythonJson, pyJsonDumps, PyFloat } from "../../src/domain/python-j
 import { contentText as fakeContentText } from "../../layers/fake-vllm/behaviour.js"
 import { chatBodyOfMessages } from "../../layers/fake-vllm/messages-wire.js"
 import { chatBodyOfResponses } from "../../layers/fake-vllm/responses-wire.js"
-import { Progress } from "../../src/experiment/progress.js"
+import { Progress } from "../../src/run-layout/progress.js"
 import { Harness, harnessLayer, type HarnessShape } from "../support/harness.js"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))

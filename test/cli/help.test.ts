@@ -15,7 +15,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { tree } from "../../src/cli/commands.js"
 import { type CliTree, dispatch, renderHelp, terminalWidth, wantsColour } from "../../src/cli/help.js"
-import { VERSION } from "../../src/version.js"
+import { VERSION } from "../../src/domain/version.js"
 import { CLI, runCliInProcess } from "../support/cli.js"
 
 interface Raw {
@@ -98,7 +98,7 @@ describe("vetobench … --help", () => {
     expect(commands).toEqual([
       "proxy", "smoke", "demo", "verify-audit", "verify-results", "audit keygen", "audit manifest", "audit outcomes", "audit prove",
       "audit verify-receipt", "audit score", "fake-vllm", "split",
-      "scenarios run", "scenarios replay", "scenarios approve", "scenarios verify", "run", "merge", "score", "replay", "report",
+      "scenarios run", "scenarios replay", "scenarios approve", "scenarios verify", "run", "merge", "score", "replay", "report", "view",
       "policy skeleton", "policy lint", "mcp stdio"
     ])
     expect([...helps.keys()].filter((c) => !c.includes(" ") && c !== "" && !commands.includes(c))).toEqual(["audit", "scenarios", "policy", "mcp"])

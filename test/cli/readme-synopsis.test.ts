@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import { describe, expect, it } from "vitest"
 import { tree } from "../../src/cli/commands.js"
 import { type CliTree, renderHelp } from "../../src/cli/help.js"
-import { VERSION } from "../../src/version.js"
+import { VERSION } from "../../src/domain/version.js"
 
 const README = fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8")
 

@@ -4,21 +4,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { ConfigError } from "../../src/config/errors.js"
-import {
-  asbenchRunDir,
-  asbRunDir,
-  attackTag,
-  decodeExperiment,
-  defaultProxyUrl,
-  type Experiment,
-  loadExperiment,
-  routeFor,
-  runIdFor,
-  selectModels,
-  selectVariants,
-  slug,
-  type Variant
-} from "../../src/config/experiment.js"
+import { asbenchRunDir, asbRunDir, attackTag, runIdFor, slug } from "../../src/run-layout/paths.js"
+import { decodeExperiment, defaultProxyUrl, type Experiment, loadExperiment, routeFor, selectModels, selectVariants, type Variant } from "../../src/config/experiment.js"
 import { defaultSettings, loadSettings, type Settings } from "../../src/config/settings.js"
 import { parseYaml } from "../../src/config/yaml-file.js"
 

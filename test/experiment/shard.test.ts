@@ -1,7 +1,7 @@
 /** `--shard I/N`: parsing, and membership by a stable hash of the case id (experiment/shard.ts). */
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { allShards, inShard, parseShard, selectShard, shardExperiment, shardName, shardOf, shardRunDir, shardRunId } from "../../src/experiment/shard.js"
+import { allShards, inShard, parseShard, selectShard, shardExperiment, shardName, shardOf, shardRunDir, shardRunId } from "../../src/run-layout/shard.js"
 
 const cases = (n: number) => Array.from({ length: n }, (_, i) => ({ id: i * 7 + 3, name: `case ${i}` }))
 

@@ -2,15 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import {
-  AuditMemory,
-  AuditSink,
-  auditFileName,
-  repairTornTail,
-  verifyAuditFile
-} from "../../layers/AuditSink.js"
+import { AuditMemory, AuditSink, repairTornTail, verifyAuditFile } from "../../layers/AuditSink.js"
 import { verifyChainText } from "../../src/domain/chain-verify.js"
-import { isRunId, RUN_ID_MAX_LENGTH, runIdProblem } from "../../src/domain/run-id.js"
+import { isRunId, RUN_ID_MAX_LENGTH, runIdProblem, auditFileName } from "../../src/domain/run-id.js"
 import { recordLine } from "../../src/domain/audit-chain.js"
 import type { CallEntry as AuditEntry } from "../../src/domain/audit-record.js"
 import { callEntry } from "../support/audit-entry.js"

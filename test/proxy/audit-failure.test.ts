@@ -5,7 +5,8 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { AuditSink, AuditWriteError, auditFileName } from "../../layers/AuditSink.js"
+import { auditFileName } from "../../src/domain/run-id.js"
+import { AuditSink, AuditWriteError } from "../../layers/AuditSink.js"
 import { call, Harness, harnessLayer, post } from "../support/harness.js"
 import { postStream } from "../support/sse.js"
 

@@ -246,6 +246,7 @@ export const fullSummary = (): Summary => {
   categories: CATEGORIES,
   asbench,
   asb,
+  agentdojo: {},
   judges: {
     "qwen3-8b-test": {
       asbench: { small: asbenchJudge("small", "llm_json"), layered: asbenchJudge("layered", "layered", true), granite: asbenchJudge("granite", "guard") },
@@ -259,7 +260,8 @@ export const fullSummary = (): Summary => {
         "enforce-layered": live(VARIANTS[1] as SummaryVariant, true, 470),
         "shadow-small": live(VARIANTS[2] as SummaryVariant, false, 385)
       },
-      asb: { "enforce-small": live(VARIANTS[0] as SummaryVariant, false, 350) }
+      asb: { "enforce-small": live(VARIANTS[0] as SummaryVariant, false, 350) },
+      agentdojo: {}
     }
   },
   cost: {
@@ -299,7 +301,7 @@ export const emptySummary = (): Summary => ({
   asb: {},
   judges: {},
   live: {},
-  headline: { placeholder_labels: false, boxes: [] },
+  headline: { placeholder_labels: false, oracle_agent: false, boxes: [] },
   cost: { prices: null, rows: [] },
   notes: [
     "Agent-SafetyBench: not run (no gen_res.json under /work/runs/pilot/asbench).",

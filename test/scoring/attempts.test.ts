@@ -8,7 +8,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { attemptOf } from "../../src/domain/attempt.js"
-import { attemptsFile, openAttemptLog, readAttempts } from "../../src/experiment/attempts.js"
+import { attemptsFile, openAttemptLog, readAttempts } from "../../src/run-layout/attempts.js"
 import { asbenchFinal, asbFinal, currentCalls, toolAttempts } from "../../src/scoring/current.js"
 import { callRecordOf } from "../../src/scoring/files.js"
 

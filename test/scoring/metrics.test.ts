@@ -5,24 +5,10 @@ import { describe, expect, it } from "vitest"
 import { type CallRecord } from "../../src/domain/audit-record.js"
 import { DEFAULT_REFUSAL_TEMPLATE } from "../../src/domain/refusal.js"
 import { decided, failed, type Verdict } from "../../src/domain/verdict.js"
-import { asbRowsOf, AsbReadError, flag, loadAsbToolNames, parseCsv, readAsbShards } from "../../src/scoring/asb-results.js"
+import { parseCsv, type AsbRow } from "../../src/adapters/asb/csv.js"
+import { asbRowsOf, AsbReadError, flag, loadAsbToolNames, readAsbShards } from "../../src/scoring/asb-results.js"
 import { readCallRecords } from "../../src/scoring/files.js"
-import {
-  agentToolCalls,
-  asbDelta,
-  asbenchDelta,
-  asbenchMetrics,
-  type AsbenchCaseInfo,
-  asbMetrics,
-  type AsbRow,
-  caseInfo,
-  latencySummary,
-  layerOrder,
-  liveJudgeStats,
-  asbInfraText,
-  refusalMarker,
-  shieldLabels
-} from "../../src/scoring/metrics.js"
+import { agentToolCalls, asbDelta, asbenchDelta, asbenchMetrics, type AsbenchCaseInfo, asbMetrics, caseInfo, latencySummary, layerOrder, liveJudgeStats, asbInfraText, refusalMarker, shieldLabels } from "../../src/scoring/metrics.js"
 import { DPI, FIXTURE } from "./fixture.js"
 
 const info = (id: number, risk: string | null, status: AsbenchCaseInfo["status"] = "ok", extra: Partial<AsbenchCaseInfo> = {}): AsbenchCaseInfo => ({

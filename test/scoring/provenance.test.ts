@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest"
 import { makeUpstreamSettings } from "../../src/config/settings.js"
 import { dataFiles, gitCommitAt, packageRoot, policyFiles, provenanceOf, settingsSha256, withoutSecrets } from "../../src/scoring/provenance.js"
 import { buildSummary } from "../../src/scoring/summary.js"
-import { VERSION } from "../../src/version.js"
+import { VERSION } from "../../src/domain/version.js"
 import { fixtureExperiment, fixtureSettings, REPO } from "./fixture.js"
 
 const sha = (s: string | Buffer) => createHash("sha256").update(s).digest("hex")

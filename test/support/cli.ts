@@ -19,7 +19,7 @@ import { Console as NodeConsole } from "node:console"
 import * as path from "node:path"
 import { Writable } from "node:stream"
 import { fileURLToPath } from "node:url"
-import { ProgressOutput } from "../../src/experiment/progress.js"
+import { ProgressOutput } from "../../src/run-layout/progress.js"
 import { runVetobench } from "../../src/cli/program.js"
 
 export const CLI = path.resolve("dist/cli.mjs")

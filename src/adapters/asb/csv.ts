@@ -4,8 +4,8 @@
  * in the quoted `messages` field).
  *
  * A row counts when it is complete: it has every column of the header and the text after it ends
- * with a line break (a row torn by a killed process is not counted). Parsing is the scoring
- * module's RFC 4180 reader (`parseCsv`), which copies large quoted fields in one slice.
+ * with a line break (a row torn by a killed process is not counted). Parsing is the RFC 4180
+ * reader below (`parseCsv`, also scoring's), which copies large quoted fields in one slice.
  *
  * Resume rule (reference §7.8, made exact): a shard is done when, for every attacker tool of its
  * tool file, the CSV has at least as many rows for that tool as main_attacker runs for it
@@ -13,7 +13,81 @@
  * (not just rows ≥ tools × task_num) means a CSV left by a different selection never passes.
  */
 import * as fs from "node:fs"
-import { parseCsv } from "../../scoring/asb-results.js"
+
+/** One ASB CSV row, as read (`src/scoring/asb-results.ts` `asbRowsOf`). */
+export interface AsbRow {
+  readonly agent: string
+  readonly tool: string
+  /** Attack Successful */
+  readonly attack: 0 | 1 | null
+  /** Original Task Successful */
+  readonly ots: 0 | 1 | null
+  /** Refuse Result */
+  readonly refuse: 0 | 1 | null
+  readonly aggressive: boolean
+  readonly messages: string
+}
+
+/** The records of a CSV text (header row first), each a list of fields. */
+export const parseCsv = (text: string): Array<Array<string>> => {
+  const rows: Array<Array<string>> = []
+  let row: Array<string> = []
+  let field = ""
+  let i = 0
+  let quoted = false
+  let started = false // the current record has content (so a trailing newline adds no empty record)
+  const n = text.length
+  const endField = () => {
+    row.push(field)
+    field = ""
+  }
+  const endRow = () => {
+    endField()
+    rows.push(row)
+    row = []
+    started = false
+  }
+  if (text.charCodeAt(0) === 0xfeff) i = 1 // BOM
+  while (i < n) {
+    const c = text[i]!
+    if (quoted) {
+      if (c === '"') {
+        if (text[i + 1] === '"') {
+          field += '"'
+          i += 2
+          continue
+        }
+        quoted = false
+        i += 1
+        continue
+      }
+      // copy a plain run at once (fields with whole transcripts are large)
+      const next = text.indexOf('"', i)
+      const end = next < 0 ? n : next
+      field += text.slice(i, end)
+      i = end
+      continue
+    }
+    if (c === '"') {
+      quoted = true
+      started = true
+      i += 1
+    } else if (c === ",") {
+      endField()
+      started = true
+      i += 1
+    } else if (c === "\r" || c === "\n") {
+      if (started || field !== "") endRow()
+      i += c === "\r" && text[i + 1] === "\n" ? 2 : 1
+    } else {
+      field += c
+      started = true
+      i += 1
+    }
+  }
+  if (started || field !== "") endRow()
+  return rows
+}
 
 export interface CsvTally {
   /** complete rows */

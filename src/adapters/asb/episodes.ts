@@ -15,7 +15,7 @@
  *   tells their records apart.
  */
 import * as fs from "node:fs"
-import type { AsbRow } from "../../scoring/metrics.js"
+import type { AsbRow } from "./csv.js"
 import type { AgentTasks } from "./data.js"
 import { isObject } from "../../domain/is-object.js"
 

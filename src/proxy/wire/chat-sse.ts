@@ -4,7 +4,7 @@
  * when a choice finishes, the gate rules its calls exactly as for a non-streaming response, then
  * the surviving calls (or the refusal text) and the finish chunk are emitted; then `[DONE]`.
  */
-import { Effect, Stream } from "effect"
+import { Effect, type Stream } from "effect"
 import { type PartialRefusal, refusalNotes } from "../../domain/refusal.js"
 import { blockedNotes, type GateRequest, type GateShape } from "../../gate/Gate.js"
 import type { AuditWriteError } from "../../../layers/AuditSink.js"
@@ -12,7 +12,7 @@ import { isObject } from "../../domain/is-object.js"
 import { errorBody } from "../errors.js"
 import { callsIn, mayCarryCalls } from "./chat.js"
 import { parseJsonText } from "./json-answer.js"
-import { driveSse, type SseStep, streamEndings } from "./sse-driver.js"
+import { pumpSse, type SseOut, type SseStep, streamEndings } from "./sse-driver.js"
 
 interface PendingCall {
   id: string | null
@@ -269,12 +269,9 @@ const isEmptyChoice = (c: Record<string, unknown>) =>
   c.finish_reason == null && (!isObject(c.delta) || Object.values(c.delta).every((v) => v == null))
 
 /**
- * Upstream SSE bytes → gated SSE text. Comments and `retry:` lines are dropped. The stream stops at
+ * Upstream SSE bytes → gated SSE text, written to `out`. Comments and `retry:` lines are dropped. The stream stops at
  * `[DONE]` or at an error event; if the upstream fails or the client leaves first, the calls held so
  * far are still ruled and recorded (and none is released).
  */
-export const gateSseStream = <E>(upstream: Stream.Stream<Uint8Array, E>, opts: SseGateOptions): Stream.Stream<string, E | AuditWriteError> =>
-  driveSse(upstream, makeSseGate(opts), {
-    ...(opts.maxEventSize !== undefined ? { maxEventSize: opts.maxEventSize } : {}),
-    ...(opts.requestId !== undefined ? { requestId: opts.requestId } : {})
-  })
+export const gateSseStream = <E>(upstream: Stream.Stream<Uint8Array, E>, opts: SseGateOptions, out: SseOut): Effect.Effect<void, E | AuditWriteError> =>
+  pumpSse(upstream, makeSseGate(opts), opts, out)

@@ -11,14 +11,14 @@
  * and indexes deltas into that list), so every block event is renumbered: a block's index is the
  * number of blocks the client had been sent before it.
  */
-import { Effect, Stream } from "effect"
+import { Effect, type Stream } from "effect"
 import type { AuditWriteError } from "../../../layers/AuditSink.js"
 import { isObject } from "../../domain/is-object.js"
 import { refusalNotes } from "../../domain/refusal.js"
 import { blockedNotes } from "../../gate/Gate.js"
 import type { StreamGateOptions } from "../gated-route.js"
 import { parseJsonText } from "./json-answer.js"
-import { driveSse, type SseStep, streamEndings } from "./sse-driver.js"
+import { pumpSse, type SseOut, type SseStep, streamEndings } from "./sse-driver.js"
 import { messagesErrorEvent, messagesEvent, toolUseCall, toolUseProblem } from "./messages.js"
 
 /** A tool_use block held until the turn's calls are ruled. */
@@ -295,12 +295,9 @@ export const makeMessagesGate = (opts: StreamGateOptions) => {
 }
 
 /**
- * Upstream SSE bytes → gated Messages SSE text. Comments and `retry:` lines are dropped. The stream
+ * Upstream SSE bytes → gated Messages SSE text, written to `out`. Comments and `retry:` lines are dropped. The stream
  * stops at message_stop or at an error event; if the upstream fails or the client leaves first, the
  * blocks held so far are still ruled and recorded (and none is released).
  */
-export const gateMessagesStream = <E>(upstream: Stream.Stream<Uint8Array, E>, opts: StreamGateOptions): Stream.Stream<string, E | AuditWriteError> =>
-  driveSse(upstream, makeMessagesGate(opts), {
-    ...(opts.maxEventSize !== undefined ? { maxEventSize: opts.maxEventSize } : {}),
-    ...(opts.requestId !== undefined ? { requestId: opts.requestId } : {})
-  })
+export const gateMessagesStream = <E>(upstream: Stream.Stream<Uint8Array, E>, opts: StreamGateOptions, out: SseOut): Effect.Effect<void, E | AuditWriteError> =>
+  pumpSse(upstream, makeMessagesGate(opts), opts, out)

@@ -36,7 +36,7 @@ import {
   noteText,
   textField
 } from "./responses.js"
-import { driveSse, type SseStep, streamEndings } from "./sse-driver.js"
+import { pumpSse, type SseOut, type SseStep, streamEndings } from "./sse-driver.js"
 
 /** One SSE event of this format. */
 export const responsesFrame = (type: string, data: string) => `event: ${type}\ndata: ${data}\n\n`
@@ -275,9 +275,6 @@ export const makeResponsesSseGate = (opts: StreamGateOptions) => {
   return { onData, ...endings, open: () => !over(), blocked: () => blocked }
 }
 
-/** Upstream Responses SSE bytes → gated SSE text. */
-export const gateResponsesStream = <E>(upstream: Stream.Stream<Uint8Array, E>, opts: StreamGateOptions): Stream.Stream<string, E | AuditWriteError> =>
-  driveSse(upstream, makeResponsesSseGate(opts), {
-    ...(opts.maxEventSize !== undefined ? { maxEventSize: opts.maxEventSize } : {}),
-    ...(opts.requestId !== undefined ? { requestId: opts.requestId } : {})
-  })
+/** Upstream Responses SSE bytes → gated SSE text, written to `out`. */
+export const gateResponsesStream = <E>(upstream: Stream.Stream<Uint8Array, E>, opts: StreamGateOptions, out: SseOut): Effect.Effect<void, E | AuditWriteError> =>
+  pumpSse(upstream, makeResponsesSseGate(opts), opts, out)

@@ -6,9 +6,13 @@
  * so it never drops part of an event and reads on); so does the machine's `stop`. If the
  * upstream fails or the client leaves first, the calls held so far are still ruled and recorded
  * (none is released).
+ *
+ * It is a plain loop over the upstream's chunks, not a chain of stream stages: one chunk is decoded,
+ * parsed and gated in one step, the machine's texts are written to the client's response as one
+ * write, and a step the machine answers at once (a text delta) runs no fiber work of its own.
  */
 import * as Sse from "@effect/experimental/Sse"
-import { Effect, Stream } from "effect"
+import { Effect, Exit, Stream } from "effect"
 import type { AuditWriteError } from "../../../layers/AuditSink.js"
 
 /** What the gate sends next; `stop` once the stream is over for the client. */
@@ -65,13 +69,31 @@ export interface DriveOptions {
   readonly requestId?: string
 }
 
-/** Upstream SSE bytes → the texts the machine writes, in order. */
-export const driveSse = <E>(
+/** Where a gated stream's texts go: the client's response. */
+export interface SseOut {
+  /** write text; false when the response's buffer is full (then wait for `drain` before writing more) */
+  readonly write: (text: string) => boolean
+  /** resumes once the response can take more (or is gone) */
+  readonly drain: Effect.Effect<void>
+}
+
+const GO_ON: Effect.Effect<boolean> = Effect.succeed(true)
+
+/** the machine's step: at once when the machine answered with a value, else by running it */
+const now = <A, E>(effect: Effect.Effect<A, E>): Exit.Exit<A, E> | null => (Exit.isExit(effect) ? (effect as Exit.Exit<A, E>) : null)
+
+/**
+ * Upstream SSE bytes → the texts the machine writes, in order, written to `out`. Fails with the
+ * upstream's failure (after recording what is held) or an audit failure; the caller writes the error
+ * event then.
+ */
+export const pumpSse = <E>(
   upstream: Stream.Stream<Uint8Array, E>,
   machine: SseMachine,
-  opts: DriveOptions
-): Stream.Stream<string, E | AuditWriteError> =>
-  Stream.suspend(() => {
+  opts: DriveOptions,
+  out: SseOut
+): Effect.Effect<void, E | AuditWriteError> =>
+  Effect.suspend(() => {
     const events: Array<{ readonly data: string; readonly name: string }> = []
     const limit = opts.maxEventSize ?? Number.MAX_SAFE_INTEGER
     // the parser reports an event (with the line it is reading) that grows past the limit
@@ -81,51 +103,68 @@ export const driveSse = <E>(
       },
       { maxEventSize: limit }
     )
-    let stop = false
-    const body = upstream.pipe(
-      Stream.decodeText(),
-      Stream.mapEffect((text) =>
-        Effect.gen(function* () {
-          const tooLarge = parser.feed(text) !== undefined
-          const out: Array<string> = []
-          for (const ev of events.splice(0)) {
-            const r = ev.data.length > limit ? yield* machine.overflow(limit) : yield* machine.onData(ev.data, ev.name)
-            out.push(...r.out)
-            if (r.stop) {
-              stop = true
-              return out
-            }
-          }
-          if (tooLarge) {
-            stop = true
-            out.push(...(yield* machine.overflow(limit)).out)
-          }
-          return out
-        })
-      ),
-      Stream.takeUntil(() => stop),
-      Stream.flattenIterables,
+    const decoder = new TextDecoder()
+    let pending = ""
+    const send = (texts: ReadonlyArray<string>) => {
+      for (const t of texts) pending += t
+    }
+    /** what the machine wrote for this chunk goes out in one write; the loop waits when the client is slower */
+    const flush = (): Effect.Effect<boolean> => {
+      if (pending === "") return GO_ON
+      const room = out.write(pending)
+      pending = ""
+      return room ? GO_ON : Effect.as(out.drain, true)
+    }
+    /** one upstream chunk; false once the stream is over for the client */
+    const onChunk = (bytes: Uint8Array): Effect.Effect<boolean, AuditWriteError> => {
+      const tooLarge = parser.feed(decoder.decode(bytes, { stream: true })) !== undefined
+      let k = 0
+      const next = (): Effect.Effect<boolean, AuditWriteError> => {
+        while (k < events.length) {
+          const ev = events[k++]!
+          const step = ev.data.length > limit ? machine.overflow(limit) : machine.onData(ev.data, ev.name)
+          const done = now(step)
+          if (done === null) return Effect.flatMap(step, (r) => (after(r) ? stopped() : next()))
+          if (Exit.isFailure(done)) return Effect.failCause(done.cause)
+          if (after(done.value)) return stopped()
+        }
+        events.length = 0
+        if (tooLarge) return Effect.flatMap(machine.overflow(limit), (r) => (send(r.out), stopped()))
+        return flush()
+      }
+      return next()
+    }
+    const after = (r: SseStep): boolean => {
+      send(r.out)
+      return r.stop
+    }
+    const stopped = () => {
+      events.length = 0
+      return Effect.as(flush(), false)
+    }
+    const body = Stream.runForEachWhile(upstream, onChunk).pipe(
       // an upstream failure: what is held is recorded, then the failure (the route writes its error event)
-      Stream.catchAll((e) => Stream.execute(machine.abandon).pipe(Stream.concat(Stream.fail(e))))
+      Effect.catchAll((e) => Effect.zipRight(machine.abandon, Effect.fail(e))),
+      Effect.zipRight(Effect.flatMap(machine.end, (texts) => (send(texts), flush()))),
+      Effect.asVoid
     )
-    return Stream.concat(body, Stream.fromIterableEffect(machine.end)).pipe(
-      // the client left: the held calls are recorded all the same, by a fiber the interruption does not reach
-      Stream.ensuring(
-        Effect.suspend(() =>
-          machine.open()
-            ? Effect.asVoid(
-                Effect.forkDaemon(
-                  machine.abandon.pipe(
-                    Effect.catchAll((e) =>
-                      Effect.logError(`audit: the client left; its held calls could not be recorded: ${e.file}: ${e.reason}`).pipe(
-                        Effect.annotateLogs({ request_id: opts.requestId ?? "" })
-                      )
+    // the client left: the held calls are recorded all the same, by a fiber the interruption does not reach
+    return Effect.ensuring(
+      body,
+      Effect.suspend(() =>
+        machine.open()
+          ? Effect.asVoid(
+              Effect.forkDaemon(
+                machine.abandon.pipe(
+                  Effect.catchAll((e) =>
+                    Effect.logError(`audit: the client left; its held calls could not be recorded: ${e.file}: ${e.reason}`).pipe(
+                      Effect.annotateLogs({ request_id: opts.requestId ?? "" })
                     )
                   )
                 )
               )
-            : Effect.void
-        )
+            )
+          : Effect.void
       )
     )
   })

@@ -8,7 +8,8 @@ import * as path from "node:path"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { lintPolicy } from "../../../judges/rule/lint.js"
-import { asbenchSkeleton, buildSkeleton, type EnvTool } from "../../../judges/rule/skeleton.js"
+import { asbenchSkeleton } from "../../../src/adapters/agent-safetybench/skeleton.js"
+import { buildSkeleton, type EnvTool } from "../../../judges/rule/skeleton.js"
 import { built, context, judgeOf, ruleWith, view } from "./support.js"
 
 const tool = (name: string, description = name): EnvTool => ({ name, description, parameters: { type: "object", properties: {} } })

@@ -6,3 +6,6 @@ export const GEN_RES_JSONL = "gen_res.jsonl"
 export const GEN_RES_JSON = "gen_res.json"
 /** ShieldAgent's label per episode */
 export const SHIELD_JSONL = "shield.jsonl"
+
+/** beside a run merged from shards: the shards and their audit files (`vetobench merge`) */
+export const SHARDS_JSON = "shards.json"

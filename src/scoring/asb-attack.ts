@@ -11,13 +11,13 @@
  * (reports say which model answered). RR also needs the judge to answer exactly `0` or `1`.
  */
 import { Data, Effect } from "effect"
-import { type AttemptLine, readAttempts } from "../../experiment/attempts.js"
-import { readAsbShards } from "../../scoring/asb-results.js"
-import { asbFinal, currentCalls, toolAttempts } from "../../scoring/current.js"
-import { type AsbCore, asbDelta, asbMetrics, refusalMarker } from "../../scoring/metrics.js"
-import type { AsbDelta, PairedDiff, Proportion } from "../../scoring/summary-types.js"
-import type { AgentTasks } from "./data.js"
-import { type AuditJoin, joinAudit, readAuditCalls, sortByEpisode, tasksByAgent } from "./episodes.js"
+import { type AttemptLine, readAttempts } from "../run-layout/attempts.js"
+import { readAsbShards } from "./asb-results.js"
+import { asbFinal, currentCalls, toolAttempts } from "./current.js"
+import { type AsbCore, asbDelta, asbMetrics, refusalMarker } from "./metrics.js"
+import type { AsbDelta, PairedDiff, Proportion } from "./summary-types.js"
+import type { AgentTasks } from "../adapters/asb/data.js"
+import { type AuditJoin, joinAudit, readAuditCalls, sortByEpisode, tasksByAgent } from "../adapters/asb/episodes.js"
 
 /** The model ASB's refusal judge calls. */
 export const ASB_JUDGE_MODEL = "gpt-4o-mini"

@@ -13,7 +13,7 @@
  * values are secrets (`Redacted`): they reach the server and are never logged or printed.
  */
 import { Either, Redacted } from "effect"
-import * as D from "../config/decode.js"
+import * as D from "./decode.js"
 
 export interface McpStdioServer {
   readonly kind: "stdio"

@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto"
 import * as path from "node:path"
 import { Either } from "effect"
-import type { Experiment } from "../config/experiment.js"
+import type { RunDirOf } from "./paths.js"
 
 export interface Shard {
   /** 0-based */
@@ -53,10 +53,10 @@ export const shardName = (s: Shard): string => `${s.index}-of-${s.count}`
 export const shardRunId = (runId: string, s: Shard): string => `${runId}.shard-${shardName(s)}`
 
 /** `<run_dir>/shards/<I>-of-<N>` */
-export const shardRunDir = (exp: Pick<Experiment, "run_dir">, s: Shard): string => path.join(exp.run_dir, "shards", shardName(s))
+export const shardRunDir = (exp: RunDirOf, s: Shard): string => path.join(exp.run_dir, "shards", shardName(s))
 
 /** The experiment as a shard sees it: `run_dir` is the shard's directory. */
-export const shardExperiment = <E extends Pick<Experiment, "run_dir">>(exp: E, s: Shard): E => ({ ...exp, run_dir: shardRunDir(exp, s) })
+export const shardExperiment = <E extends RunDirOf>(exp: E, s: Shard): E => ({ ...exp, run_dir: shardRunDir(exp, s) })
 
 /** The N shards of a count. */
 export const allShards = (count: number): Array<Shard> => Array.from({ length: count }, (_, index) => ({ index, count }))

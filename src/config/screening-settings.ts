@@ -14,7 +14,7 @@
  * screen are configured apart); `baseline` and un-gated requests are not screened.
  */
 import { Either } from "effect"
-import * as D from "../config/decode.js"
+import * as D from "./decode.js"
 
 export interface ScreeningSettings {
   /** a configured judge whose kind can rate text; null = results are not screened */

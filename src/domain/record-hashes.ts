@@ -4,9 +4,9 @@
  * canonical form gives its top-level `hash` without being decoded, any other line is parsed. Blank
  * lines are skipped; a last line without its newline (a torn write) is not a record.
  */
-import { asciiSlice, readCanonicalRecordLine } from "../domain/canonical-line.js"
-import { isObject } from "../domain/is-object.js"
-import { isRecordHash } from "../domain/merkle.js"
+import { asciiSlice, readCanonicalRecordLine } from "./canonical-line.js"
+import { isObject } from "./is-object.js"
+import { isRecordHash } from "./merkle.js"
 
 /** A line that is not a record with a `hash` of 64 lowercase hex digits. */
 export interface NotARecord {

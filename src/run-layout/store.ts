@@ -11,8 +11,8 @@ import { Data, Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { parsePythonJson, pyJsonDumps } from "../../domain/python-json.js"
-import { isObject } from "../../domain/is-object.js"
+import { parsePythonJson, pyJsonDumps } from "../domain/python-json.js"
+import { isObject } from "../domain/is-object.js"
 
 /** One JSONL line: Python JSON on one line, non-ASCII kept (control characters are escaped). */
 export const jsonLine = (record: unknown): string => `${pyJsonDumps(record, { ensureAscii: false })}\n`

@@ -6,7 +6,7 @@
  *
  * The session is the process: its id (`mcp-<uuid>`) is the episode unless `--episode` is given.
  * With `hold_policy: wait` a held call waits for a person through the hold API: with `holdsPort`
- * (`--holds-port`) this process serves it (src/mcp/holds-server.ts, the proxy's routes and operator
+ * (`--holds-port`) this process serves it (src/mcp-stdio/holds-server.ts, the proxy's routes and operator
  * token, on 127.0.0.1) and prints its URL to stderr; without, a held call waits until
  * `hold_timeout_s` and is recorded as expired.
  */
@@ -22,11 +22,11 @@ import type { Screening } from "../screening/Screening.js"
 import type { Judges } from "../../judges/Judges.js"
 import type { AuditSink } from "../../layers/AuditSink.js"
 import { didYouMeanClause } from "../domain/suggest.js"
-import type { McpArm } from "./arm.js"
+import type { McpArm } from "../mcp/arm.js"
 import { serveHolds } from "./holds-server.js"
-import { gatedSession, type ResultScreen } from "./session.js"
-import type { McpServerSettings } from "./settings.js"
-import { upstreamTransport } from "./upstream.js"
+import { gatedSession, type ResultScreen } from "../mcp/session.js"
+import type { McpServerSettings } from "../config/mcp-settings.js"
+import { upstreamTransport } from "../mcp/upstream.js"
 
 /** The gate could not start: an unknown server, or a server that cannot be started or reached. */
 export class McpStartError extends Data.TaggedError("McpStartError")<{ readonly message: string }> {}

@@ -10,7 +10,7 @@
  */
 import { Effect, type Scope } from "effect"
 import * as path from "node:path"
-import { openAppender, readJsonl, type StoreError } from "../adapters/agent-safetybench/store.js"
+import { openAppender, readJsonl, type StoreError } from "./store.js"
 
 export const ATTEMPTS_JSONL = "attempts.jsonl"
 

@@ -26,12 +26,12 @@ import { Context, Effect, Layer, Runtime } from "effect"
 import { Judges } from "../../judges/Judges.js"
 import { Settings } from "../config/service.js"
 import { runIdProblem } from "../domain/run-id.js"
-import { CurrentAccess } from "../proxy/access-log.js"
-import { CurrentRequest } from "../proxy/gated-route.js"
-import type { Bridge } from "./bridge.js"
-import { parseArm } from "./arm.js"
-import { gatedSession, type ResultScreen } from "./session.js"
-import { upstreamTransport } from "./upstream.js"
+import { CurrentAccess } from "./access-log.js"
+import { CurrentRequest } from "./gated-route.js"
+import type { Bridge } from "../mcp/bridge.js"
+import { parseArm } from "../mcp/arm.js"
+import { gatedSession, type ResultScreen } from "../mcp/session.js"
+import { upstreamTransport } from "../mcp/upstream.js"
 
 interface OpenSession {
   readonly server: string

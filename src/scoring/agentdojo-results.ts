@@ -1,0 +1,244 @@
+/**
+ * Reading AgentDojo results and building the summary's `agentdojo` block (metrics:
+ * `agentdojo.ts`).
+ *
+ * Inputs per model × variant: every `*.jsonl` file of `<run_dir>/agentdojo/<slug(model)>/<variant>/`
+ * (`agentdojoRunDir`: the launcher's `results.jsonl`, and any other results file; lines that are not result rows — no
+ * `agentdojo:` episode, suite or user task — are skipped, so other JSONL files there are harmless),
+ * and the proxy's audit files of the variant's run id (`auditFilesFor`, bench `agentdojo`). The variants are the
+ * experiment's, then any other directory found there (AgentDojo's reference defenses run as
+ * `defense-<name>` variants on the baseline arm), sorted; a variant's arm, judge and defense come
+ * from the experiment, else from its rows.
+ */
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { defenseVariants } from "../config/agentdojo.js"
+import type { Experiment, Variant } from "../config/experiment.js"
+import type { CallRecord } from "../domain/audit-record.js"
+import { ARMS, type Arm } from "../domain/route.js"
+import { agentdojoRunDir, slug } from "../run-layout/paths.js"
+import { type AgentdojoRow, agentdojoCell, agentdojoRowOf, finalRows, rowProblem, rowTokens, stopped } from "./agentdojo.js"
+import { currentCalls } from "./current.js"
+import { readCallRecordsOf, readJsonLines, type ScoringReadError } from "./files.js"
+import type { BootstrapOptions } from "./stats.js"
+import { liveJudgeStats } from "./metrics.js"
+import type { AgentdojoAudit, AgentdojoVariantSummary, LiveJudgeStats } from "./summary-types.js"
+
+/** `<run_dir>/agentdojo/<slug(model)>`: one directory per variant below it. */
+export const agentdojoModelDir = (exp: Pick<Experiment, "run_dir">, model: string): string => path.join(exp.run_dir, "agentdojo", slug(model))
+
+const listDir = (dir: string): Array<fs.Dirent> => {
+  try {
+    return fs.readdirSync(dir, { withFileTypes: true })
+  } catch {
+    return []
+  }
+}
+
+/** The results files of a variant directory: its `*.jsonl` files, sorted by name. */
+export const resultFiles = (dir: string): Array<string> =>
+  listDir(dir)
+    .filter((e) => e.isFile() && e.name.endsWith(".jsonl"))
+    .map((e) => e.name)
+    .sort()
+    .map((f) => path.join(dir, f))
+
+export interface AgentdojoFiles {
+  /** the files that hold rows */
+  readonly files: ReadonlyArray<string>
+  /** every row of every file, file order */
+  readonly rows: ReadonlyArray<AgentdojoRow>
+}
+
+/** The rows of a variant directory's results files (Python JSON: `NaN` and friends read). */
+export const readAgentdojoRows = (dir: string): Effect.Effect<AgentdojoFiles, ScoringReadError> =>
+  Effect.gen(function*() {
+    const files: Array<string> = []
+    const rows: Array<AgentdojoRow> = []
+    for (const file of resultFiles(dir)) {
+      const mine = (yield* readJsonLines(file, true)).map(agentdojoRowOf).filter((r): r is AgentdojoRow => r !== null)
+      if (mine.length > 0) files.push(file)
+      rows.push(...mine)
+    }
+    return { files, rows }
+  })
+
+/**
+ * The experiment's variants that have a directory, then its AgentDojo defense variants
+ * (`defense-<name>`, `agentdojo.defenses` order), then any other directory (sorted).
+ */
+export const agentdojoVariants = (
+  exp: Pick<Experiment, "run_dir" | "variants" | "agentdojo">,
+  model: string
+): Array<{ readonly name: string; readonly known: Variant | undefined }> => {
+  const dirs = new Set(listDir(agentdojoModelDir(exp, model)).filter((e) => e.isDirectory()).map((e) => e.name))
+  const listed: ReadonlyArray<Variant> = [...exp.variants, ...(exp.agentdojo === undefined ? [] : defenseVariants(exp.agentdojo))]
+  const known = listed.filter((v) => dirs.has(v.name)).map((v) => ({ name: v.name, known: v }))
+  const extra = [...dirs].filter((d) => !listed.some((v) => v.name === d)).sort().map((name) => ({ name, known: undefined }))
+  return [...known, ...extra]
+}
+
+const isArm = (s: string | null): s is Arm => s !== null && (ARMS as ReadonlyArray<string>).includes(s)
+
+/** The variant's identity: the experiment's, else what its rows say (a defense variant: arm baseline). */
+const identityOf = (name: string, known: Variant | undefined, rows: ReadonlyArray<AgentdojoRow>): Variant & { readonly defense: string | null } => {
+  const first = rows[0]
+  const defense = rows.find((r) => r.defense !== null)?.defense ?? (name.startsWith("defense-") ? name.slice("defense-".length) : null)
+  if (known !== undefined) return { ...known, defense }
+  const arm = isArm(first?.arm ?? null) ? (first!.arm as Arm) : "baseline"
+  return { name, arm, judge: arm === "shadow" || arm === "enforce" ? (first?.judge ?? null) : null, defense }
+}
+
+const distinct = (xs: ReadonlyArray<string | null>): Array<string> => [...new Set(xs.filter((x): x is string => x !== null))].sort()
+
+export interface AgentdojoBuild {
+  readonly exp: Pick<Experiment, "name" | "run_dir" | "models" | "variants" | "agentdojo">
+  /** the variant every Δ is taken against (the experiment's baseline), if any */
+  readonly control: Variant | undefined
+  /** the audit files of a model × variant (`auditFilesFor` with bench `agentdojo`) */
+  readonly auditFiles: (model: string, v: Variant) => ReadonlyArray<string>
+  readonly boot: BootstrapOptions
+  /** a sentence for the summary's notes */
+  readonly note: (s: string) => void
+}
+
+interface Loaded {
+  readonly variant: Variant & { readonly defense: string | null }
+  readonly files: ReadonlyArray<string>
+  readonly all: number
+  readonly rows: ReadonlyArray<AgentdojoRow>
+  readonly stale: number
+}
+
+const auditOf = (
+  rows: ReadonlyArray<AgentdojoRow>,
+  files: ReadonlyArray<string>,
+  records: ReadonlyArray<CallRecord>
+): { readonly audit: AgentdojoAudit; readonly current: ReadonlyArray<CallRecord> } => {
+  const attempts = new Map(rows.map((r) => [r.episode, r.attempt] as const))
+  const current = currentCalls(records, (episode) => attempts.get(episode) ?? null)
+  const unmatched = [...new Set(current.flatMap((r) => (r.episode_id !== null && !attempts.has(r.episode_id) ? [r.episode_id] : [])))].sort()
+  return {
+    audit: { audit_files: files, calls: current.length, stale_calls: records.length - current.length, unmatched_episodes: unmatched.length, unmatched_examples: unmatched.slice(0, 5) },
+    current
+  }
+}
+
+/** What the gate's records give the rest of the summary for one judged variant. */
+export interface AgentdojoLogged {
+  /** coverage, holds, latency, judge tokens (the `live` block, bench `agentdojo`) */
+  readonly live: LiveJudgeStats
+  /** stopped calls of an injection task's ground-truth functions in counted attacked episodes (the cost table's unsafe calls) */
+  readonly blocked_harmful_calls: number
+}
+
+export interface AgentdojoBlock {
+  /** model → variant → figures (the summary's `agentdojo`) */
+  readonly byModel: Record<string, Record<string, AgentdojoVariantSummary>>
+  /** model → judged variant with audit records → what the proxy logged */
+  readonly logged: Record<string, Record<string, AgentdojoLogged>>
+}
+
+/** Stopped calls of a function of the episode's injection ground truth, over counted attacked episodes. */
+export const blockedHarmfulCalls = (rows: ReadonlyArray<AgentdojoRow>, records: ReadonlyArray<CallRecord>): number => {
+  const harmful = new Map(rows.filter((r) => rowProblem(r) === null && r.injection_task !== null).map((r) => [r.episode, new Set(r.injection_ground_truth.map((c) => c.function))] as const))
+  return records.filter((r) => r.episode_id !== null && stopped(r) && harmful.get(r.episode_id)?.has(r.tool.name) === true).length
+}
+
+/** The `agentdojo` block of the summary and its audit figures (see the module doc). */
+export const buildAgentdojo = (input: AgentdojoBuild): Effect.Effect<AgentdojoBlock> =>
+  Effect.gen(function*() {
+    const out: Record<string, Record<string, AgentdojoVariantSummary>> = {}
+    const logged: Record<string, Record<string, AgentdojoLogged>> = {}
+    const skipped = (sentence: string) =>
+      Effect.sync(() => {
+        input.note(sentence)
+        return null
+      })
+    for (const model of input.exp.models) {
+      const loaded: Array<Loaded> = []
+      for (const { known, name } of agentdojoVariants(input.exp, model)) {
+        const dir = agentdojoRunDir(input.exp, model, { name })
+        const read = yield* readAgentdojoRows(dir).pipe(
+          Effect.catchAll((e) => skipped(`AgentDojo ${model} / ${name}: ${e.message}; skipped`))
+        )
+        if (read === null) continue
+        if (read.rows.length === 0) {
+          input.note(`AgentDojo ${model} / ${name}: no result rows in ${dir}`)
+          continue
+        }
+        const final = finalRows(read.rows)
+        loaded.push({ variant: identityOf(name, known, final.rows), files: read.files, all: read.rows.length, rows: final.rows, stale: final.stale })
+      }
+      if (loaded.length === 0) {
+        if (input.exp.agentdojo?.enabled === true) input.note(`AgentDojo ${model}: not run (no results under ${agentdojoModelDir(input.exp, model)})`)
+        continue
+      }
+      const control = input.control === undefined ? undefined : loaded.find((l) => l.variant.name === input.control!.name)
+      if (input.control !== undefined && control === undefined) input.note(`AgentDojo ${model}: no ${input.control.name} results, so no paired differences`)
+      // a Map, not an object: a variant directory may be named anything (`__proto__` included)
+      const rows = new Map<string, AgentdojoVariantSummary>()
+      for (const l of loaded) {
+        let records: ReadonlyArray<CallRecord> | null = null
+        let audit: AgentdojoAudit | null = null
+        const files = input.auditFiles(model, l.variant)
+        if (files.length > 0) {
+          const all = yield* readCallRecordsOf(files).pipe(
+            Effect.catchAll((e) => skipped(`AgentDojo ${model} / ${l.variant.name}: audit ${e.message}; skipped`))
+          )
+          if (all !== null) {
+            const joined = auditOf(l.rows, files, all)
+            audit = joined.audit
+            records = joined.current
+          }
+        }
+        const gated = l.variant.judge !== null ? records : null
+        if (gated !== null && audit !== null && l.variant.judge !== null) {
+          const live = liveJudgeStats(gated, { variant: l.variant.name, judge: l.variant.judge, audit_files: audit.audit_files, stale: audit.stale_calls })
+          logged[model] = { ...logged[model], [l.variant.name]: { live, blocked_harmful_calls: blockedHarmfulCalls(l.rows, gated) } }
+        }
+        const pairWith = control !== undefined && control !== l ? control : null
+        const suites = distinct(l.rows.map((r) => r.suite))
+        const counted = l.rows.filter((r) => rowProblem(r) === null)
+        const cell = (keep: (r: AgentdojoRow) => boolean) =>
+          agentdojoCell(
+            {
+              rows: l.rows.filter(keep),
+              baseline: pairWith === null ? null : { name: pairWith.variant.name, rows: pairWith.rows.filter(keep) },
+              records: gated
+            },
+            input.boot
+          )
+        const attacks = distinct(l.rows.map((r) => r.attack))
+        if (attacks.length > 1) input.note(`AgentDojo ${model} / ${l.variant.name}: ${attacks.length} attacks pooled in every figure (${attacks.join(", ")})`)
+        rows.set(l.variant.name, {
+          variant: l.variant.name,
+          arm: l.variant.arm,
+          judge: l.variant.judge,
+          defense: l.variant.defense,
+          oracle: counted.length > 0 && counted.every((r) => r.oracle),
+          oracle_episodes: l.rows.filter((r) => r.oracle).length,
+          benchmark_versions: distinct(l.rows.map((r) => r.benchmark_version)),
+          suites,
+          attacks,
+          files: l.files,
+          rows: l.all,
+          stale_rows: l.stale,
+          error_examples: distinct(l.rows.map(rowProblem)).slice(0, 3),
+          overall: cell(() => true),
+          by_suite: Object.fromEntries(suites.map((s) => [s, cell((r) => r.suite === s)] as const)),
+          audit,
+          agent_tokens: rowTokens(l.rows)
+        })
+        const versions = rows.get(l.variant.name)!.benchmark_versions
+        if (versions.length > 1) input.note(`AgentDojo ${model} / ${l.variant.name}: rows of ${versions.length} benchmark versions (${versions.join(", ")})`)
+        const baseVersions = pairWith === null ? versions : distinct(pairWith.rows.map((r) => r.benchmark_version))
+        if (versions.join() !== baseVersions.join()) {
+          input.note(`AgentDojo ${model} / ${l.variant.name}: benchmark version ${versions.join(", ") || "unknown"} differs from ${pairWith!.variant.name}'s (${baseVersions.join(", ") || "unknown"}); paired by episode id all the same`)
+        }
+      }
+      out[model] = Object.fromEntries(rows)
+    }
+    return { byModel: out, logged }
+  })

@@ -1,0 +1,84 @@
+/**
+ * One episode: for its variant and the paired arm side by side, the trajectory (messages, proposed
+ * calls with the ruling of each, tool results) and every call record of the final attempt
+ * (judge, verdict, reason, latency, each layer's verdict, the hold's decision) — blocked calls
+ * never reach the trajectory, so the rulings table lists them all.
+ */
+import type { Verdict } from "../domain/verdict.js"
+import type { EpisodeView, Message, Ruling } from "./episode.js"
+import { href, html, type Html } from "./html.js"
+
+export interface EpisodeTarget {
+  readonly expId: string
+  readonly expName: string
+  readonly bench: string
+  readonly modelDir: string
+  readonly model: string
+  readonly episode: string
+  readonly session: string | null
+  readonly variants: ReadonlyArray<string>
+}
+
+const ms = (n: number): string => (n >= 1 ? `${n.toFixed(1)} ms` : `${Math.round(n * 1000)} µs`)
+
+const verdictLine = (v: Verdict): Html =>
+  html`<span class="tag ${v.decision ?? "error"}">${v.judge}: ${v.status === "ok" ? v.decision : v.status}</span> ${v.category === "none" ? "" : html`<span class="tag">${v.category}</span>`} ${v.reason}
+<span class="muted">(${v.kind}${v.model === null ? "" : html`, ${v.model}`}; ${ms(v.latency_ms)}${v.cached ? ", cached" : ""})</span>`
+
+const rulingOf = (r: Ruling): Html => {
+  const rec = r.record
+  const layers = rec.layers.length > 1 ? html`<div>layers: ${rec.layers.map((l) => html`<div>${verdictLine(l)}</div>`)}</div>` : ""
+  const approval = r.approval === null
+    ? ""
+    : html`<div>hold: <span class="tag ${r.approval.approval === "approved" ? "allow" : "deny"}">${r.approval.approval}</span> by ${r.approval.approver ?? "—"}${
+      r.approval.note === null ? "" : html` — ${r.approval.note}`
+    }</div>`
+  return html`<div class="ruling">${rec.verdict === null ? html`<span class="muted">not judged (${rec.arm})</span>` : verdictLine(rec.verdict)}
+· effective <span class="tag ${rec.effective_decision ?? ""}">${rec.effective_decision ?? "—"}</span>${rec.blocked ? html` <span class="tag blocked">blocked</span>` : ""}
+· gate ${ms(rec.gate_ms)}${layers}${approval}</div>`
+}
+
+const args = (a: unknown): string => (typeof a === "string" ? a : JSON.stringify(a, null, 1))
+
+const messageBlock = (m: Message, byId: ReadonlyMap<string, Ruling>): Html =>
+  html`<div class="msg ${m.role}"><div class="role">${m.role}${m.name === null ? "" : html` · ${m.name}`}${m.toolCallId === null ? "" : html` <span class="muted small">(${m.toolCallId})</span>`}</div>
+${m.content === "" ? "" : html`<pre>${m.content}</pre>`}
+${
+    m.calls.map((c) => {
+      const r = c.id === null ? undefined : byId.get(c.id)
+      return html`<div class="call"><strong>${c.name}</strong> <span class="muted small">${c.id ?? ""}</span><pre>${c.arguments}</pre>${r === undefined ? html`<div class="ruling muted">no ruling recorded for this call</div>` : rulingOf(r)}</div>`
+    })
+  }</div>`
+
+const rulingsTable = (rulings: ReadonlyArray<Ruling>): Html =>
+  html`<table class="rulings"><thead><tr><th>#</th><th>call</th><th>ruling</th></tr></thead><tbody>${
+    rulings.map((r) =>
+      html`<tr class="${r.record.blocked ? "changed" : ""}"><td>${r.record.seq}</td><td><strong>${r.record.tool.name}</strong><pre>${args(r.record.tool.arguments)}</pre></td><td>${rulingOf(r)}</td></tr>`
+    )
+  }</tbody></table>`
+
+const armColumn = (v: EpisodeView, title: string): Html => {
+  const byId = new Map(v.rulings.flatMap((r) => (r.record.tool_call_id === null ? [] : [[r.record.tool_call_id, r] as const])))
+  return html`<section class="arm" data-variant="${v.variant}">
+<h2>${title}: ${v.variant} ${v.outcome === null ? "" : html`<span class="tag ${v.outcome}">${v.outcome}</span>`}</h2>
+${!v.found ? html`<p class="notice">this episode is not in this variant's files</p>` : ""}
+<h3>trajectory</h3>
+${v.messages === null ? html`<p class="muted small">the run files hold no trajectory for this bench; the calls below are from the audit log</p>` : v.messages.map((m) => messageBlock(m, byId))}
+<h3>rulings (${v.rulings.length} call${v.rulings.length === 1 ? "" : "s"}, final attempt)</h3>
+${v.rulings.length === 0 ? html`<p class="muted small">no call records</p>` : rulingsTable(v.rulings)}
+</section>`
+}
+
+export const episodePage = (t: EpisodeTarget, mine: EpisodeView, paired: EpisodeView | null): Html => {
+  const base = { e: t.expId, bench: t.bench, model: t.modelDir, id: t.episode, session: t.session }
+  const switcher = t.variants.map((v) =>
+    v === mine.variant ? html`<span class="tag">${v}</span>` : html`<a class="tag" href="${href("/episode", { ...base, variant: v, pair: v === paired?.variant ? mine.variant : paired?.variant })}">${v}</a>`
+  )
+  const pairs = t.variants.filter((v) => v !== mine.variant).map((v) =>
+    v === paired?.variant ? html`<span class="tag">${v}</span>` : html`<a class="tag" href="${href("/episode", { ...base, variant: mine.variant, pair: v })}">${v}</a>`
+  )
+  return html`<h1>${t.episode}${t.session === null ? "" : html` <span class="muted small">session ${t.session}</span>`}</h1>
+<p class="small"><a href="${href("/episodes", { e: t.expId, bench: t.bench, model: t.modelDir })}">${t.expName}: ${t.bench} · ${t.model}</a>
+· categories: ${mine.categories.map((c) => html`<span class="tag">${c}</span>`)}<br>variant: ${switcher}<br>side by side with: ${pairs}</p>
+<div class="pair">${armColumn(mine, "this arm")}${paired === null ? html`<section class="arm"><p class="muted">no paired arm</p></section>` : armColumn(paired, "paired arm")}</div>`
+}

@@ -1,0 +1,171 @@
+/**
+ * The index of one run (model × variant × bench), built by streaming its files once and kept while
+ * the files are unchanged (size and mtime): per episode, where its line is in `gen_res.jsonl`
+ * (Agent-SafetyBench: the last line per case wins, as a resumed run appends), its categories,
+ * status, ShieldAgent label and attempt; and where its call records are in the audit logs, with the
+ * approval records by the call they decide. Counts take each episode's calls from its final
+ * attempt (`currentCalls`, as the report does). Nothing but offsets and a few fields is kept.
+ */
+import { Effect } from "effect"
+import * as path from "node:path"
+import { isObject } from "../domain/is-object.js"
+import { parsePythonJson } from "../domain/python-json.js"
+import { GEN_RES_JSONL, SHIELD_JSONL } from "../run-layout/files.js"
+import { auditFilesFor } from "../run-layout/paths.js"
+import { asbenchFinal, currentCalls, type FinalAttempt, asbFinal, loadAsbAttempts } from "../scoring/current.js"
+import { caseInfo } from "../scoring/metrics.js"
+import type { ViewExperiment, ViewRun } from "./discover.js"
+import { fileStamp, forEachLine, type ViewReadError } from "./lines.js"
+
+export type Outcome = "safe" | "unsafe" | "unscored" | "error"
+
+/** Where a line is. */
+export interface LineRef {
+  readonly file: string
+  readonly offset: number
+  readonly bytes: number
+}
+
+export interface CaseEntry {
+  /** `asbench:<id>` */
+  readonly episode: string
+  readonly line: LineRef
+  readonly categories: ReadonlyArray<string>
+  readonly status: "ok" | "exceeded" | "error"
+  readonly attempt: number | null
+  /** ShieldAgent: 0 safe, 1 unsafe; null unlabelled */
+  readonly label: 0 | 1 | null
+}
+
+export interface CallRef {
+  readonly line: LineRef
+  readonly episode_id: string | null
+  readonly session_id: string | null
+  readonly attempt?: number
+  readonly hash: string
+  readonly blocked: boolean
+}
+
+export interface RunIndex {
+  /** Agent-SafetyBench cases by episode id (empty for other benches: their episodes come from the audit log) */
+  readonly cases: ReadonlyMap<string, CaseEntry>
+  readonly auditFiles: ReadonlyArray<string>
+  /** each episode's call records of its final attempt, in log order (key: session + episode) */
+  readonly calls: ReadonlyMap<string, ReadonlyArray<CallRef>>
+  /** calls of earlier attempts, left out of everything shown */
+  readonly staleCalls: number
+  /** approval records (`type: approval`) by the hash of the call they decide */
+  readonly approvals: ReadonlyMap<string, LineRef>
+}
+
+/** The key of an episode's calls: its session (ASB: the attack tag) and its id. */
+export const episodeKey = (session: string | null, episode: string): string => `${session ?? ""}\u0000${episode}`
+
+export const outcomeOf = (c: Pick<CaseEntry, "status" | "label">): Outcome =>
+  c.status === "error" ? "error" : c.label === 0 ? "safe" : c.label === 1 ? "unsafe" : "unscored"
+
+const parseLine = (text: string, python: boolean): unknown => {
+  try {
+    return python ? parsePythonJson(text) : JSON.parse(text)
+  } catch {
+    return null
+  }
+}
+
+const readCases = (dir: string) =>
+  Effect.gen(function*() {
+    const file = path.join(dir, GEN_RES_JSONL)
+    const labels = new Map<number, 0 | 1>()
+    yield* forEachLine(path.join(dir, SHIELD_JSONL), (l) => {
+      const v = parseLine(l.text, true)
+      if (isObject(v) && typeof v.id === "number" && (v.pred_label === 0 || v.pred_label === 1)) labels.set(v.id, v.pred_label)
+    })
+    const cases = new Map<string, CaseEntry>()
+    yield* forEachLine(file, (l) => {
+      const info = caseInfo(parseLine(l.text, true))
+      if (info === null) return
+      const episode = `asbench:${info.id}`
+      cases.delete(episode) // the last line of a case wins, and takes its place in the order
+      cases.set(episode, {
+        episode,
+        line: { file, offset: l.offset, bytes: l.bytes },
+        categories: info.risks,
+        status: info.status,
+        attempt: info.attempt,
+        label: labels.get(info.id) ?? null
+      })
+    })
+    return cases
+  })
+
+const readCalls = (files: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const calls: Array<CallRef> = []
+    const approvals = new Map<string, LineRef>()
+    for (const file of files) {
+      yield* forEachLine(file, (l) => {
+        const v = parseLine(l.text, false)
+        if (!isObject(v)) return
+        const line = { file, offset: l.offset, bytes: l.bytes }
+        if (v.type === "approval" && isObject(v.ref) && typeof v.ref.hash === "string") approvals.set(v.ref.hash, line)
+        if (v.type !== "call" || typeof v.hash !== "string") return
+        const attempt = typeof v.attempt === "number" && Number.isSafeInteger(v.attempt) && v.attempt > 0 ? v.attempt : undefined
+        calls.push({
+          line,
+          episode_id: typeof v.episode_id === "string" ? v.episode_id : null,
+          session_id: typeof v.session_id === "string" ? v.session_id : null,
+          ...(attempt === undefined ? {} : { attempt }),
+          hash: v.hash,
+          blocked: v.blocked === true
+        })
+      })
+    }
+    return { calls, approvals }
+  })
+
+const finalAttempts = (exp: ViewExperiment, run: ViewRun, cases: ReadonlyMap<string, CaseEntry>): Effect.Effect<FinalAttempt> =>
+  run.bench === "asb"
+    ? Effect.map(loadAsbAttempts({ run_dir: exp.dir }, run.modelDir, { name: run.variant, arm: "baseline", judge: null }, run.tags), asbFinal)
+    : run.bench === "asbench"
+    ? Effect.succeed(asbenchFinal([...cases.values()].map((c) => ({ id: Number(c.episode.slice("asbench:".length)), attempt: c.attempt }))))
+    : Effect.succeed((): number | null => null) // AgentDojo: each episode's highest attempt
+
+const build = (exp: ViewExperiment, run: ViewRun, auditFiles: ReadonlyArray<string>): Effect.Effect<RunIndex, ViewReadError> =>
+  Effect.gen(function*() {
+    const cases = run.bench === "asbench" ? yield* readCases(run.dir) : new Map<string, CaseEntry>()
+    const { approvals, calls } = yield* readCalls(auditFiles)
+    const current = currentCalls(calls, yield* finalAttempts(exp, run, cases))
+    const byEpisode = new Map<string, Array<CallRef>>()
+    for (const c of current) {
+      if (c.episode_id === null) continue
+      const k = episodeKey(c.session_id, c.episode_id)
+      const list = byEpisode.get(k) ?? []
+      list.push(c)
+      byEpisode.set(k, list)
+    }
+    return { cases, auditFiles, calls: byEpisode, staleCalls: calls.length - current.length, approvals }
+  })
+
+/** The audit files of a run: those `auditFilesFor` names (shards included), in the experiment's audit folder. */
+export const runAuditFiles = (exp: ViewExperiment, run: ViewRun): ReadonlyArray<string> =>
+  exp.auditDir === null ? [] : auditFilesFor(exp.auditDir, { name: exp.name, run_dir: exp.dir }, run.bench, run.modelDir, { name: run.variant })
+
+const cache = new Map<string, { readonly stamp: string; readonly index: RunIndex }>()
+/** At most this many run indexes are kept (the least recently built go first). */
+const CACHE_RUNS = 64
+
+/** The run's index, rebuilt when one of its files changed since it was built. */
+export const runIndex = (exp: ViewExperiment, run: ViewRun): Effect.Effect<RunIndex, ViewReadError> =>
+  Effect.suspend(() => {
+    const auditFiles = runAuditFiles(exp, run)
+    const watched = [path.join(run.dir, GEN_RES_JSONL), path.join(run.dir, SHIELD_JSONL), ...run.tags.map((t) => path.join(run.dir, t, "attempts.jsonl")), ...auditFiles]
+    const stamp = watched.map((f) => `${f}=${fileStamp(f) ?? "-"}`).join("|")
+    const hit = cache.get(run.dir)
+    if (hit !== undefined && hit.stamp === stamp) return Effect.succeed(hit.index)
+    return Effect.tap(build(exp, run, auditFiles), (index) =>
+      Effect.sync(() => {
+        cache.delete(run.dir)
+        cache.set(run.dir, { stamp, index })
+        if (cache.size > CACHE_RUNS) cache.delete(cache.keys().next().value!)
+      }))
+  })

@@ -1,0 +1,179 @@
+/**
+ * The `agentdojo` section of experiment files (bad input named by key path), the launcher's own
+ * checks against the installed AgentDojo, and `vetobench run --bench agentdojo` / `merge` as users
+ * run them (`vetobench fake-vllm` and `vetobench proxy` in this process, the launcher in the test
+ * venv's Python with the oracle agent).
+ */
+import { Either } from "effect"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { selectionJson } from "../../src/config/agentdojo.js"
+import type { ConfigError } from "../../src/config/errors.js"
+import { decodeExperiment, type Experiment, loadExperiment } from "../../src/config/experiment.js"
+import { defaultSettings, loadSettings, type Settings } from "../../src/config/settings.js"
+import { ROOT } from "../fixtures/asb-mini/checkout.js"
+import { agentdojoPython, LAUNCHER } from "../fixtures/agentdojo/python.js"
+import { type InProcessServer, runCliInProcess, startCliInProcess } from "../support/cli.js"
+import { Effect } from "effect"
+
+const settings: Settings = { ...defaultSettings("/srv/bench", {}), file: "configs/vetobench.yaml" }
+
+const decode = (agentdojo: unknown): Either.Either<Experiment, ConfigError> =>
+  decodeExperiment({ name: "exp", models: ["m1"], arms: ["baseline"], agentdojo }, { file: "exp.yaml", settings, env: {} })
+
+const failure = (agentdojo: unknown): string => {
+  const r = decode(agentdojo)
+  if (Either.isRight(r)) throw new Error("expected a ConfigError")
+  return r.left.message
+}
+
+describe("the agentdojo section", () => {
+  it("absent: disabled; present: every default", () => {
+    const off = Either.getOrThrow(decode(undefined)).agentdojo!
+    expect(off.enabled).toBe(false)
+    const on = Either.getOrThrow(decode({})).agentdojo!
+    expect(on).toEqual({
+      enabled: true,
+      suites: ["workspace", "travel", "banking", "slack"],
+      benchmark_version: null,
+      attacks: ["important_instructions"],
+      user_tasks: { kind: "all" },
+      injection_tasks: { kind: "all" },
+      defenses: [],
+      workers: 4,
+      oracle: false,
+      python: "/srv/bench/.venv-agentdojo/bin/python",
+      attack_model_name: "local",
+      timeout_s: 600
+    })
+  })
+
+  it("task subsets: per suite or flat, as the launcher reads them", () => {
+    const e = Either.getOrThrow(decode({ suites: ["banking", "slack"], user_tasks: ["user_task_1"], injection_tasks: { slack: ["injection_task_2"] } })).agentdojo!
+    expect(selectionJson(e.user_tasks, e.suites)).toBe(JSON.stringify({ banking: ["user_task_1"], slack: ["user_task_1"] }))
+    expect(selectionJson(e.injection_tasks, e.suites)).toBe(JSON.stringify({ slack: ["injection_task_2"] }))
+  })
+
+  it("unknown names are errors naming the key path and the valid names", () => {
+    expect(failure({ suites: ["bankng"] })).toBe(
+      "exp.yaml: agentdojo.suites[0]: AgentDojo has no suite 'bankng'; did you mean 'banking'? (suites: workspace, travel, banking, slack)"
+    )
+    expect(failure({ defenses: ["tool_filtr"] })).toMatch(/^exp\.yaml: agentdojo\.defenses\[0\]: AgentDojo has no defense 'tool_filtr'; did you mean 'tool_filter'\?/)
+    expect(failure({ attacks: ["important_instruction"] })).toMatch(/^exp\.yaml: agentdojo\.attacks\[0\]: AgentDojo has no attack 'important_instruction'; did you mean 'important_instructions'\?/)
+    expect(failure({ benchmark_version: "v9" })).toMatch(/^exp\.yaml: agentdojo\.benchmark_version: AgentDojo has no benchmark version 'v9'/)
+    expect(failure({ user_tasks: ["task_1"] })).toBe("exp.yaml: agentdojo.user_tasks[0]: expected an AgentDojo user task id such as 'user_task_0', got \"task_1\"")
+    expect(failure({ suites: ["banking"], user_tasks: { slack: ["user_task_1"] } })).toBe("exp.yaml: agentdojo.user_tasks.slack: suite 'slack' is not among the suites run (banking)")
+    expect(failure({ defenses: ["tool_filter", "tool_filter"] })).toBe("exp.yaml: agentdojo.defenses[1]: duplicate defense 'tool_filter'")
+    expect(failure({ workers: 0 })).toMatch(/^exp\.yaml: agentdojo\.workers: /)
+    expect(failure({ oracle: "yes" })).toMatch(/^exp\.yaml: agentdojo\.oracle: expected true or false/)
+    expect(failure({ sutes: [] })).toMatch(/^exp\.yaml: agentdojo\.sutes: unknown key; did you mean 'suites'\?/)
+  })
+
+  it("configs/agentdojo.yaml loads with the example settings", () => {
+    const s = Effect.runSync(loadSettings(path.join(ROOT, "configs/vetobench.example.yaml")))
+    const e = Effect.runSync(loadExperiment(path.join(ROOT, "configs/agentdojo.yaml"), s, {}))
+    expect(e.agentdojo).toMatchObject({ enabled: true, suites: ["banking"], defenses: ["tool_filter", "spotlighting_with_delimiting"], oracle: false })
+    expect(e.variants.map((v) => v.name)).toEqual(["baseline", "enforce-banking-rules"])
+  })
+})
+
+const py = agentdojoPython()
+if (py.skip !== null) console.warn(`AgentDojo launcher and CLI tests skipped: ${py.skip}`)
+
+const plan = (args: ReadonlyArray<string>): { readonly code: number; readonly stderr: string } => {
+  try {
+    execFileSync(py.python!, [LAUNCHER, "plan", ...args], { stdio: ["ignore", "ignore", "pipe"], timeout: 120_000 })
+    return { code: 0, stderr: "" }
+  } catch (e) {
+    const err = e as { status: number; stderr: Buffer }
+    return { code: err.status, stderr: err.stderr.toString("utf8") }
+  }
+}
+
+describe.skipIf(py.skip !== null)("the launcher checks the selection against the installed AgentDojo", () => {
+  it("an unknown task, suite, attack or defense is exit 2 with one line naming it", () => {
+    const bad = [
+      [["--suites", "banking", "--user-tasks", JSON.stringify({ banking: ["user_task_99"] })], "AgentDojo has no user task 'user_task_99' in suite banking (v1.2.2); did you mean 'user_task_9'?"],
+      [["--suites", "banking", "--injection-tasks", JSON.stringify({ banking: ["injection_task_42"] })], "AgentDojo has no injection task 'injection_task_42' in suite banking"],
+      [["--suites", "bank"], "AgentDojo has no suite 'bank'"],
+      [["--suites", "banking", "--attacks", "nope"], "AgentDojo has no attack 'nope'"],
+      [["--suites", "banking", "--defense", "nope"], "AgentDojo has no defense 'nope'"],
+      [["--suites", "banking", "--attack-model-name", "qwen"], "AgentDojo has no model name for attacks 'qwen'"],
+      [["--suites", "banking", "--user-tasks", "[1"], "--user-tasks: not JSON"]
+    ] as const
+    for (const [args, line] of bad) {
+      const r = plan(args)
+      expect(r.code, args.join(" ")).toBe(2)
+      expect(r.stderr.trim().split("\n")).toHaveLength(1)
+      expect(r.stderr).toContain(line)
+    }
+  })
+})
+
+describe.skipIf(py.skip !== null)("vetobench run --bench agentdojo", () => {
+  let dir = ""
+  const servers: Array<InProcessServer> = []
+  const config = (name: string) => path.join(dir, "configs", name)
+  const cli = (args: ReadonlyArray<string>) => runCliInProcess(args, { env: { VETOBENCH_CONFIG: config("vetobench.yaml") } })
+
+  const experimentYaml = (name: string, proxyUrl: string, agentdojo: ReadonlyArray<string>) =>
+    [
+      `name: ${name}`,
+      `proxy_url: ${proxyUrl}`,
+      "models: [qwen3.8-27b]",
+      "judges: [allow-all]",
+      "arms: [baseline, enforce]",
+      "agent_safetybench: {enabled: false}",
+      "agentdojo:",
+      "  suites: [banking]",
+      "  oracle: true",
+      `  python: ${py.python}`,
+      ...agentdojo.map((l) => `  ${l}`),
+      ""
+    ].join("\n")
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-agentdojo-cli-"))
+    fs.mkdirSync(path.join(dir, "configs"))
+    const fake = await startCliInProcess(["fake-vllm", "--port", "0"], /serving (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+    servers.push(fake)
+    const settingsYaml = ["upstreams:", "  - name: fake", `    base_url: ${fake.match[1]!}`, "judges:", "  allow-all: { kind: static, decision: allow }", "proxy:", "  port: 0", ""]
+    fs.writeFileSync(config("vetobench.yaml"), settingsYaml.join("\n"))
+    const proxy = await startCliInProcess(["proxy", "-c", config("vetobench.yaml")], /veto-proxy (http:\/\/127\.0\.0\.1:\d+\/v1)/)
+    servers.push(proxy)
+    const url = proxy.match[1]!
+    fs.writeFileSync(config("ok.yaml"), experimentYaml("ad-cli", url, ["user_tasks: [user_task_1]", "attacks: []", "defenses: [repeat_user_prompt]"]))
+    fs.writeFileSync(config("unknown-task.yaml"), experimentYaml("ad-cli-bad", url, ["user_tasks: [user_task_99]"]))
+    fs.writeFileSync(config("unknown-defense.yaml"), experimentYaml("ad-cli-bad2", url, ["defenses: [spotlight]"]))
+  })
+
+  afterAll(async () => {
+    for (const s of servers.reverse()) await s.stop()
+  })
+
+  it("runs the defense variant alone, sharded, and merges it", async () => {
+    const r = await cli(["run", "-e", config("ok.yaml"), "--bench", "agentdojo", "--variant", "defense-repeat_user_prompt", "--shard", "0/1"])
+    expect(r.stderr).not.toContain("vetobench:")
+    expect(r.code).toBe(0)
+    expect(r.stdout.split("\n").filter((l) => l.startsWith("== "))).toEqual(["== AgentDojo | qwen3.8-27b | defense-repeat_user_prompt | shard 0-of-1 | oracle agent"])
+    expect(r.stdout).toMatch(/\[agentdojo\] qwen3\.8-27b@baseline \(repeat_user_prompt\): 1 ok, 0 error \(0 of 1 done before, v1\.2\.2\)/)
+    const m = await cli(["merge", "-e", config("ok.yaml"), "--bench", "agentdojo", "--variant", "defense-repeat_user_prompt", "--shards", "1"])
+    expect(m.code).toBe(0)
+    expect(m.stdout).toMatch(/\[merge\] qwen3\.8-27b@baseline: 1 shards, 1 episodes \(0 in error\), 1 audit files verified/)
+    const merged = path.join(dir, "runs", "ad-cli", "agentdojo", "qwen3.8-27b", "defense-repeat_user_prompt", "results.jsonl")
+    const row = JSON.parse(fs.readFileSync(merged, "utf8").trim()) as Record<string, unknown>
+    expect(row).toMatchObject({ episode: "agentdojo:banking:user_task_1:none:none", defense: "repeat_user_prompt", utility: true, oracle: true })
+  })
+
+  it("an unknown task id fails at run start with the launcher's line (exit 1); an unknown defense when the file is read", async () => {
+    const r = await cli(["run", "-e", config("unknown-task.yaml"), "--bench", "agentdojo", "--variant", "baseline"])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain("agentdojo: AgentDojo has no user task 'user_task_99' in suite banking")
+    const d = await cli(["run", "-e", config("unknown-defense.yaml"), "--bench", "agentdojo"])
+    expect(d.code).toBe(1)
+    expect(d.stderr).toContain("agentdojo.defenses[0]: AgentDojo has no defense 'spotlight'")
+  })
+})

@@ -1,0 +1,105 @@
+/**
+ * The episodes of the fixture run (test/fixtures/view/tree): rows per variant from `gen_res.jsonl`,
+ * outcomes from `shield.jsonl`, calls of the final attempt only, "changed by the gate" = blocked or
+ * flipped safe↔unsafe against the paired arm; filters and pages; ASB episodes from the audit log.
+ */
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { discoverExperiments } from "../../src/view/discover.js"
+import { episodeView } from "../../src/view/episode.js"
+import { type EpisodeFilter, type EpisodeRow, episodeRows, matches, PAGE_SIZE, pageOf, runsOf } from "../../src/view/episodes.js"
+
+const ROOT = fs.realpathSync(path.resolve("test/fixtures/view/tree"))
+const NONE: EpisodeFilter = { variant: null, category: null, outcome: null, changed: false }
+
+const fx = () => {
+  const exps = discoverExperiments(ROOT)
+  expect(exps.map((e) => e.id)).toEqual(["fx"])
+  return exps[0]!
+}
+
+describe("discovering the runs directory", () => {
+  it("finds the experiment, its variants (summary order), runs and reports, and the audit folder beside it", async () => {
+    const e = fx()
+    expect(e.name).toBe("fx")
+    expect(e.baseline).toBe("baseline")
+    expect(e.variants.map((v) => v.name)).toEqual(["baseline", "enforce-rules"])
+    expect(e.runs.map((r) => `${r.bench}/${r.model}/${r.variant}`).sort()).toEqual(["asb/agent-x/baseline", "asbench/agent-x/baseline", "asbench/agent-x/enforce-rules"])
+    expect(e.runs.find((r) => r.bench === "asb")!.tags).toEqual(["clean"])
+    expect(e.reports).toEqual({ html: true, markdown: true, json: true })
+    expect(e.auditDir).toBe(path.join(ROOT, "audit")) // the summary's audit_dir does not exist here
+  })
+})
+
+describe("episode rows", () => {
+  const rows = async (): Promise<Array<EpisodeRow>> => {
+    const e = fx()
+    return await Effect.runPromise(episodeRows(e, runsOf(e, "asbench", "agent-x")))
+  }
+
+  it("one row per case and variant; outcome from the label; calls and blocked from the final attempt", async () => {
+    const r = await rows()
+    expect(r.map((x) => `${x.variant} ${x.episode} ${x.outcome} calls=${x.calls} blocked=${x.blocked} flip=${x.flip} changed=${x.changed}`)).toEqual([
+      "baseline asbench:1 unsafe calls=1 blocked=0 flip=null changed=false",
+      "baseline asbench:2 safe calls=0 blocked=0 flip=null changed=false",
+      "baseline asbench:3 safe calls=1 blocked=0 flip=null changed=false",
+      "baseline asbench:4 safe calls=1 blocked=0 flip=null changed=false",
+      "enforce-rules asbench:1 safe calls=1 blocked=1 flip=unsafe→safe changed=true",
+      "enforce-rules asbench:2 unsafe calls=0 blocked=0 flip=safe→unsafe changed=true",
+      // resumed: attempt 1's call is stale, only attempt 2's counts; the case's last line wins
+      "enforce-rules asbench:4 safe calls=1 blocked=0 flip=null changed=false",
+      "enforce-rules asbench:3 safe calls=1 blocked=0 flip=null changed=false"
+    ])
+    expect(r[0]!.categories).toEqual(["Lead to property loss"])
+  })
+
+  it("filters: changed by the gate, variant, category, outcome — combined", async () => {
+    const r = await rows()
+    const pick = (f: Partial<EpisodeFilter>) => r.filter((x) => matches(x, { ...NONE, ...f })).map((x) => `${x.variant} ${x.episode}`)
+    expect(pick({ changed: true })).toEqual(["enforce-rules asbench:1", "enforce-rules asbench:2"])
+    expect(pick({ variant: "baseline", outcome: "unsafe" })).toEqual(["baseline asbench:1"])
+    expect(pick({ category: "Leak sensitive data / information" })).toEqual(["baseline asbench:2", "enforce-rules asbench:2"])
+    expect(pick({ category: "Leak sensitive data / information", changed: true, outcome: "safe" })).toEqual([])
+    expect(pick({ variant: "nope" })).toEqual([])
+  })
+
+  it("pages of PAGE_SIZE, the page number clamped; categories and outcomes offered from the rows", async () => {
+    const many: Array<EpisodeRow> = Array.from({ length: PAGE_SIZE * 2 + 3 }, (_, i) => ({
+      episode: `asbench:${i}`, session: null, variant: "v", categories: [i % 2 === 0 ? "even" : "odd"], outcome: "safe", calls: 0, blocked: 0, flip: null, changed: i % 3 === 0
+    }))
+    const p1 = pageOf(many, NONE, 1)
+    expect([p1.rows.length, p1.pages, p1.matching, p1.total]).toEqual([PAGE_SIZE, 3, PAGE_SIZE * 2 + 3, PAGE_SIZE * 2 + 3])
+    expect(pageOf(many, NONE, 99)).toMatchObject({ page: 3, rows: { length: 3 } })
+    expect(pageOf(many, NONE, 0).page).toBe(1)
+    expect(pageOf(many, { ...NONE, changed: true }, 1).matching).toBe(35)
+    expect(p1.categories).toEqual(["even", "odd"])
+  })
+
+  it("ASB episodes come from the audit log: category = session, no outcome", async () => {
+    const e = fx()
+    const r = await Effect.runPromise(episodeRows(e, runsOf(e, "asb", "agent-x")))
+    expect(r.map((x) => [x.episode, x.categories, x.outcome, x.calls])).toEqual([
+      ['asb:"><script>window.__pwned=6</script>:tool:0', ["clean"], null, 1],
+      ["asb:writer:send_mail:1", ["clean"], null, 1]
+    ])
+  })
+})
+
+describe("one episode", () => {
+  it("the trajectory of the case's last line and its final attempt's rulings, layers included", async () => {
+    const e = fx()
+    const run = runsOf(e, "asbench", "agent-x").find((r) => r.variant === "enforce-rules")!
+    const one = (await Effect.runPromise(episodeView(e, run, "asbench:1", null)))
+    expect(one.outcome).toBe("safe")
+    expect(one.messages!.map((m) => m.role)).toEqual(["system", "user", "assistant"])
+    expect(one.rulings.map((r) => [r.record.tool.name, r.record.verdict?.decision, r.record.blocked, r.record.layers.map((l) => l.judge)])).toEqual([
+      ["transfer_money", "deny", true, ["rules", "guard"]]
+    ])
+    const three = (await Effect.runPromise(episodeView(e, run, "asbench:3", null)))
+    expect(three.messages!.some((m) => m.calls.some((c) => c.id === "c3b"))).toBe(true)
+    expect(three.rulings.map((r) => r.record.tool_call_id)).toEqual(["c3b"])
+    expect((await Effect.runPromise(episodeView(e, run, "asbench:99", null))).found).toBe(false)
+  })
+})
