@@ -1,9 +1,12 @@
 /**
- * `mcp:` of the settings file: the MCP servers the gate may front, and the tool-call deadline.
+ * `mcp:` of the settings file: the MCP servers the gate may front, the tool-call deadline, and the
+ * limits on the proxy's Streamable HTTP sessions (`/mcp/<server>/<arm>`).
  *
  * ```yaml
  * mcp:
  *   call_timeout_s: 60
+ *   max_sessions: 64
+ *   session_idle_timeout_s: 900
  *   servers:
  *     files: { command: npx, args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv"], env: { TOKEN: "${FILES_TOKEN}" } }
  *     search: { url: "https://search.example/mcp", headers: { authorization: "Bearer ${SEARCH_TOKEN}" } }
@@ -37,9 +40,13 @@ export interface McpSettings {
   readonly servers: Readonly<Record<string, McpServerSettings>>
   /** how long a forwarded `tools/call` may take before the client gets an MCP error */
   readonly call_timeout_s: number
+  /** open HTTP sessions the proxy keeps at once (each has a server process or connection); an initialize past it is refused (503) */
+  readonly max_sessions: number
+  /** an HTTP session with no request in progress for this long is closed, with its server */
+  readonly session_idle_timeout_s: number
 }
 
-export const defaultMcpSettings: McpSettings = { servers: {}, call_timeout_s: 60 }
+export const defaultMcpSettings: McpSettings = { servers: {}, call_timeout_s: 60, max_sessions: 64, session_idle_timeout_s: 900 }
 
 /** server names: what `/mcp/<server>/<arm>` and `--server` take */
 const SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
@@ -86,9 +93,11 @@ const servers: D.Decoder<Readonly<Record<string, McpServerSettings>>> = (n) =>
 /** Decodes `mcp:` (absent: no servers). */
 export const mcpSection: D.Decoder<McpSettings> = (n) =>
   Either.gen(function* () {
-    const f = yield* D.fields(n, ["servers", "call_timeout_s"])
+    const f = yield* D.fields(n, ["servers", "call_timeout_s", "max_sessions", "session_idle_timeout_s"])
     return {
       servers: yield* f.get("servers", servers, defaultMcpSettings.servers),
-      call_timeout_s: yield* f.get("call_timeout_s", D.number({ positive: true }), defaultMcpSettings.call_timeout_s)
+      call_timeout_s: yield* f.get("call_timeout_s", D.number({ positive: true }), defaultMcpSettings.call_timeout_s),
+      max_sessions: yield* f.get("max_sessions", D.number({ integer: true, min: 1, max: 100_000 }), defaultMcpSettings.max_sessions),
+      session_idle_timeout_s: yield* f.get("session_idle_timeout_s", D.number({ positive: true, max: 604_800 }), defaultMcpSettings.session_idle_timeout_s)
     }
   })

@@ -10,8 +10,11 @@
  * One gated session per MCP session: an `initialize` without `mcp-session-id` opens one (a new
  * transport to the configured server, src/mcp/session.ts); later requests carry the id. The
  * session's `x-vetobench-run`, `-episode`, `-principal` are read from its `initialize` request;
- * the episode is the MCP session id unless `x-vetobench-episode` is given. A `DELETE` or the
- * proxy's shutdown ends the session and its server.
+ * the episode is the MCP session id unless `x-vetobench-episode` is given. A `DELETE`, the
+ * proxy's shutdown, or `mcp.session_idle_timeout_s` without a request in progress (an open GET
+ * stream is one) ends the session and its server. At most `mcp.max_sessions` are open (or
+ * starting) at once: an `initialize` past that is refused with 503, so clients that never close
+ * their sessions cannot make the proxy spawn servers without end.
  *
  * Errors the gate answers itself are JSON-RPC error objects (the shape an MCP client reads): an
  * unknown server or a bad arm 404/400, an unknown session 404, a bad run id 400.
@@ -38,10 +41,16 @@ interface OpenSession {
   readonly arm: string
   readonly transport: StreamableHTTPServerTransport
   readonly bridge: Bridge
+  /** requests of the session being answered (an open GET stream counts until it ends) */
+  inFlight: number
+  /** armed while nothing is in flight: closes the session when it fires */
+  idleTimer: ReturnType<typeof setTimeout> | null
 }
 
 export interface McpSessionsShape {
   readonly sessions: Map<string, OpenSession>
+  /** sessions being started (counted against `mcp.max_sessions` with the open ones) */
+  readonly starting: { n: number }
   /** replaces the result screen of the settings (src/mcp/screen.ts) for every session; undefined: that screen */
   readonly screen: ResultScreen | undefined
 }
@@ -52,8 +61,16 @@ export class McpSessions extends Context.Tag("vetobench/McpSessions")<McpSession
     Layer.scoped(
       McpSessions,
       Effect.acquireRelease(
-        Effect.sync((): McpSessionsShape => ({ sessions: new Map(), screen })),
-        (s) => Effect.promise(() => Promise.all([...s.sessions.values()].map((o) => o.bridge.close()))).pipe(Effect.asVoid)
+        Effect.sync((): McpSessionsShape => ({ sessions: new Map(), starting: { n: 0 }, screen })),
+        (s) =>
+          Effect.promise(() =>
+            Promise.all(
+              [...s.sessions.values()].map((o) => {
+                if (o.idleTimer !== null) clearTimeout(o.idleTimer)
+                return o.bridge.close()
+              })
+            )
+          ).pipe(Effect.asVoid)
       )
     )
   static readonly layer: Layer.Layer<McpSessions> = McpSessions.make()
@@ -75,6 +92,25 @@ const isInitialize = (body: unknown): boolean =>
 const readJson = (req: HttpServerRequest.HttpServerRequest) =>
   req.method === "POST" ? Effect.option(req.json) : Effect.succeedNone
 
+/**
+ * Answer one request of a session through its transport, keeping the session's idle clock: no
+ * deadline while a request is in flight; when the last one ends, the session closes (with its
+ * server) unless another request comes within `idleMs`.
+ */
+const answered = (open: OpenSession, idleMs: number, onIdle: () => void, answer: () => Promise<number>): Promise<number> => {
+  open.inFlight += 1
+  if (open.idleTimer !== null) {
+    clearTimeout(open.idleTimer)
+    open.idleTimer = null
+  }
+  return answer().finally(() => {
+    open.inFlight -= 1
+    if (open.inFlight > 0) return
+    open.idleTimer = setTimeout(onIdle, idleMs)
+    open.idleTimer.unref()
+  })
+}
+
 export const mcpRoute = Effect.gen(function* () {
   const req = yield* HttpServerRequest.HttpServerRequest
   const params = yield* HttpRouter.params
@@ -82,7 +118,14 @@ export const mcpRoute = Effect.gen(function* () {
   const meta = yield* CurrentRequest
   const settings = yield* Settings
   const judges = yield* Judges
-  const { sessions, screen } = yield* McpSessions
+  const { sessions, starting, screen } = yield* McpSessions
+  const runtime = yield* Effect.runtime<never>()
+  const idleMs = settings.mcp.session_idle_timeout_s * 1000
+  const closeIdle = (id: string, open: OpenSession) => () => {
+    if (open.inFlight > 0) return
+    Runtime.runFork(runtime)(Effect.logWarning(`closing MCP session ${id} on /mcp/${open.server}/${open.arm}: no request for ${settings.mcp.session_idle_timeout_s}s (mcp.session_idle_timeout_s)`))
+    void open.bridge.close()
+  }
   const name = params.server ?? ""
   const armSpec = params.arm ?? ""
   const arm = parseArm(armSpec)
@@ -113,7 +156,9 @@ export const mcpRoute = Effect.gen(function* () {
       return rpcError(404, ErrorCode.ConnectionClosed, `no MCP session ${JSON.stringify(sid.slice(0, 80))} on /mcp/${name}/${armSpec}: initialize a new one`)
     }
     const body = yield* readJson(req)
-    const status = yield* Effect.promise(() => open.transport.handleRequest(nodeReq, nodeRes, body._tag === "Some" ? body.value : undefined).then(() => finished(nodeRes)))
+    const status = yield* Effect.promise(() =>
+      answered(open, idleMs, closeIdle(sid, open), () => open.transport.handleRequest(nodeReq, nodeRes, body._tag === "Some" ? body.value : undefined).then(() => finished(nodeRes)))
+    )
     return HttpServerResponse.empty({ status })
   }
   const body = yield* readJson(req)
@@ -129,8 +174,15 @@ export const mcpRoute = Effect.gen(function* () {
     }
   }
   access.runId = meta.runId
+  if (sessions.size + starting.n >= settings.mcp.max_sessions) {
+    access.error = "too_many_mcp_sessions"
+    return rpcError(
+      503,
+      ErrorCode.InternalError,
+      `the proxy has ${settings.mcp.max_sessions} MCP sessions open (mcp.max_sessions): end one (DELETE with its mcp-session-id) or retry after an idle one closes (mcp.session_idle_timeout_s ${settings.mcp.session_idle_timeout_s}s)`
+    )
+  }
   const sessionId = randomUUID()
-  const runtime = yield* Effect.runtime<never>()
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => sessionId })
   const bridge = yield* gatedSession({
     upstream: upstreamTransport(server),
@@ -149,14 +201,21 @@ export const mcpRoute = Effect.gen(function* () {
       headers: meta.headers
     }
   })
-  const started = yield* Effect.promise(() => bridge.start().then(() => null, (e: unknown) => (e instanceof Error ? e.message : String(e))))
+  starting.n += 1
+  const started = yield* Effect.promise(() => bridge.start().then(() => null, (e: unknown) => (e instanceof Error ? e.message : String(e)))).pipe(
+    Effect.ensuring(Effect.sync(() => void (starting.n -= 1)))
+  )
   if (started !== null) {
     access.error = "mcp_server_unavailable"
     yield* Effect.promise(() => bridge.close())
     return rpcError(502, ErrorCode.ConnectionClosed, `cannot start MCP server '${name}': ${started}`)
   }
-  sessions.set(sessionId, { server: name, arm: armSpec, transport, bridge })
-  void bridge.closed.then(() => sessions.delete(sessionId))
-  const status = yield* Effect.promise(() => transport.handleRequest(nodeReq, nodeRes, body.value).then(() => finished(nodeRes)))
+  const open: OpenSession = { server: name, arm: armSpec, transport, bridge, inFlight: 0, idleTimer: null }
+  sessions.set(sessionId, open)
+  void bridge.closed.then(() => {
+    if (open.idleTimer !== null) clearTimeout(open.idleTimer)
+    sessions.delete(sessionId)
+  })
+  const status = yield* Effect.promise(() => answered(open, idleMs, closeIdle(sessionId, open), () => transport.handleRequest(nodeReq, nodeRes, body.value).then(() => finished(nodeRes))))
   return HttpServerResponse.empty({ status })
 })

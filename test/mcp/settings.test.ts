@@ -9,7 +9,7 @@ const decode = (mcp: unknown, env: Record<string, string> = {}) => decodeSetting
 describe("mcp settings", () => {
   it("absent: no servers, a 60 s call deadline", () => {
     const s = Either.getOrThrow(decodeSettings({ upstreams: UPSTREAMS }, { file: "t.yaml", root: "/repo", env: {} }))
-    expect(s.mcp).toEqual({ servers: {}, call_timeout_s: 60 })
+    expect(s.mcp).toEqual({ servers: {}, call_timeout_s: 60, max_sessions: 64, session_idle_timeout_s: 900 })
   })
 
   it("a command (stdio) and a URL (Streamable HTTP), secrets from ${VAR} and redacted", () => {
@@ -46,6 +46,9 @@ describe("mcp settings", () => {
     expect(problem({ servers: { "a/b": { command: "a" } } })).toContain("a server name is letters")
     expect(problem({ servers: { x: { command: "a", argz: [] } } })).toContain("did you mean 'args'")
     expect(problem({ call_timeout_s: 0 })).toContain("mcp.call_timeout_s: must be greater than 0")
+    expect(problem({ max_sessions: 0 })).toContain("mcp.max_sessions")
+    expect(problem({ max_sessions: 2.5 })).toContain("mcp.max_sessions")
+    expect(problem({ session_idle_timeout_s: -1 })).toContain("mcp.session_idle_timeout_s")
     expect(problem({ servers: { x: { command: "a", env: { K: 1 } } } })).toContain("mcp.servers.x.env.K: expected a string")
   })
 })
