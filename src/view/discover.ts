@@ -83,6 +83,15 @@ const realDir = (p: string): string | null => {
   }
 }
 
+/** A symlink, or gone since its folder was listed. */
+const isSymlink = (p: string) => {
+  try {
+    return fs.lstatSync(p).isSymbolicLink()
+  } catch {
+    return true
+  }
+}
+
 const readSummary = (dir: string): Record<string, unknown> | null => {
   const file = path.join(dir, "summary.json")
   if (!isFile(file)) return null
@@ -177,7 +186,7 @@ export const discoverExperiments = (root: string): Array<ViewExperiment> => {
     for (const d of dirs(dir)) {
       if (NOT_EXPERIMENTS.has(d)) continue
       const p = path.join(dir, d)
-      if (fs.lstatSync(p).isSymbolicLink()) continue
+      if (isSymlink(p)) continue
       walk(p, depth + 1)
     }
   }

@@ -1,6 +1,6 @@
 /**
  * One episode of one variant: its trajectory (Agent-SafetyBench: the record's `output` messages,
- * read from its line in `gen_res.jsonl`) and the audit records of its final attempt's calls, each
+ * read from its line in `gen_res.jsonl`; AgentDojo: its row's task and calls in `results.jsonl`) and the audit records of its final attempt's calls, each
  * with the approval record that decided it when it was held. The same for the paired arm.
  */
 import { Effect } from "effect"
@@ -10,7 +10,7 @@ import { parsePythonJson } from "../domain/python-json.js"
 import { callRecordOf } from "../scoring/files.js"
 import type { ViewExperiment, ViewRun } from "./discover.js"
 import { readLineAt, type ViewReadError } from "./lines.js"
-import { episodeKey, type LineRef, type Outcome, outcomeOf, runIndex } from "./run-index.js"
+import { episodeKey, type LineRef, type Outcome, runIndex } from "./run-index.js"
 
 export interface Approval {
   readonly approval: string
@@ -63,6 +63,25 @@ const messageOf = (m: unknown): Message | null => {
   }
 }
 
+/**
+ * AgentDojo's row as a trajectory: the task (and the injection task and attack, when attacked),
+ * then the calls the agent made as AgentDojo recorded them (no ids: the rulings table has them
+ * all), and the error when the episode ended in one.
+ */
+const agentdojoMessages = (row: unknown): Array<Message> => {
+  if (!isObject(row)) return []
+  const task = `suite ${text(row.suite)}, user task ${text(row.user_task)}${typeof row.injection_task === "string" ? `, injection task ${row.injection_task} (${text(row.attack)})` : ""}`
+  const calls = Array.isArray(row.calls)
+    ? row.calls.flatMap((c) => (isObject(c) ? [{ id: null, name: text(c.function), arguments: JSON.stringify(c.args ?? {}) }] : []))
+    : []
+  const results = `utility ${text(row.utility)}${row.security === null || row.security === undefined ? "" : `, security ${text(row.security)} (true: the injection task succeeded)`}`
+  return [
+    { role: "user", content: task, calls: [], toolCallId: null, name: null },
+    { role: "assistant", content: calls.length === 0 ? "(no tool calls)" : "", calls, toolCallId: null, name: null },
+    { role: "result", content: typeof row.error === "string" ? `error: ${row.error}` : results, calls: [], toolCallId: null, name: null }
+  ]
+}
+
 const parsed = (ref: LineRef, python: boolean): Effect.Effect<unknown, ViewReadError> =>
   Effect.map(readLineAt(ref.file, ref.offset, ref.bytes), (t) => {
     try {
@@ -92,15 +111,14 @@ export const episodeView = (exp: ViewExperiment, run: ViewRun, episode: string, 
     }
     let messages: Array<Message> | null = null
     if (entry !== undefined) {
-      const rec = yield* parsed(entry.line, true)
-      const output = isObject(rec) && Array.isArray(rec.output) ? rec.output : []
-      messages = output.map(messageOf).filter((m): m is Message => m !== null)
+      const rec = yield* parsed(entry.line, run.bench === "asbench")
+      messages = run.bench === "agentdojo" ? agentdojoMessages(rec) : (isObject(rec) && Array.isArray(rec.output) ? rec.output : []).map(messageOf).filter((m): m is Message => m !== null)
     }
     return {
       variant: run.variant,
       found: entry !== undefined || rulings.length > 0,
       messages,
-      outcome: entry === undefined ? null : outcomeOf(entry),
+      outcome: entry?.outcome ?? null,
       categories: entry?.categories ?? (session === null ? [] : [session]),
       rulings
     }

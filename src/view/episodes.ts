@@ -1,15 +1,16 @@
 /**
  * The episodes of one experiment × bench × model across its variants, as rows to filter and page:
  * Agent-SafetyBench cases from `gen_res.jsonl` (category = the case's risks, outcome = its
- * ShieldAgent label, or `error`), ASB's and AgentDojo's episodes from their audit log (category =
- * the session, i.e. ASB's attack tag; no outcome). "Changed by the gate": the episode's final attempt
+ * ShieldAgent label, or `error`), AgentDojo's from `results.jsonl` (category = the suite, outcome =
+ * security with an injection, utility without), ASB's from its audit log (category = the session,
+ * i.e. the attack tag; no outcome). "Changed by the gate": the episode's final attempt
  * has a blocked call, or its outcome flipped safe↔unsafe against the paired arm (the experiment's
  * baseline) on the same case.
  */
 import { Effect } from "effect"
 import type { ViewExperiment, ViewRun } from "./discover.js"
 import type { ViewReadError } from "./lines.js"
-import { type CaseEntry, episodeKey, type Outcome, outcomeOf, type RunIndex, runIndex } from "./run-index.js"
+import { type CaseEntry, episodeKey, type Outcome, type RunIndex, runIndex } from "./run-index.js"
 
 export interface EpisodeRow {
   readonly episode: string
@@ -38,9 +39,8 @@ const rowsOfCases = (variant: string, index: RunIndex, paired: ReadonlyMap<strin
   [...index.cases.values()].map((c) => {
     const calls = index.calls.get(episodeKey(null, c.episode)) ?? []
     const blocked = calls.filter((r) => r.blocked).length
-    const mine = outcomeOf(c)
-    const other = paired?.get(c.episode)
-    const theirs = other === undefined ? null : outcomeOf(other)
+    const mine = c.outcome
+    const theirs = paired?.get(c.episode)?.outcome ?? null
     const flip = theirs !== null && (mine === "safe" || mine === "unsafe") && (theirs === "safe" || theirs === "unsafe") && mine !== theirs ? `${theirs}→${mine}` : null
     return { episode: c.episode, session: null, variant, categories: c.categories, outcome: mine, calls: calls.length, blocked, flip, changed: blocked > 0 || flip !== null }
   })
@@ -69,7 +69,7 @@ export const episodeRows = (exp: ViewExperiment, runs: ReadonlyArray<ViewRun>): 
     for (const run of runs) {
       const index = yield* runIndex(exp, run)
       const pair = run.variant === exp.baseline ? null : paired
-      rows.push(...(run.bench === "asbench" ? rowsOfCases(run.variant, index, pair) : rowsOfAudit(run.variant, index)))
+      rows.push(...(run.bench === "asb" ? rowsOfAudit(run.variant, index) : rowsOfCases(run.variant, index, pair)))
     }
     return rows
   })

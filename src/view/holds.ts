@@ -3,9 +3,11 @@
  * POST /v1/holds/{id}) with the operator token, which only this server sends (the browser never
  * sees it), and what the view remembers of decided holds: the ones decided through it (with the
  * proxy's answer), and the ones that left the pending list otherwise (decided elsewhere or
- * expired), each confirmed by its approval record when the audit log is under the runs directory.
+ * expired), each confirmed by its approval record when the audit log is under the runs directory
+ * (logs followed as they grow: `AuditTails`).
  */
 import { Data, Effect, Redacted } from "effect"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import type { PendingHold } from "../gate/Holds.js"
 import { isObject } from "../domain/is-object.js"
@@ -13,7 +15,7 @@ import { redactUrl } from "../domain/redact-url.js"
 import { auditFileName, isRunId } from "../domain/run-id.js"
 import { callRecordOf } from "../scoring/files.js"
 import type { CallRecord } from "../domain/audit-record.js"
-import { forEachLine, type ViewReadError } from "./lines.js"
+import { forEachLine, readLineAt, type ViewReadError } from "./lines.js"
 
 /** The environment variable that holds the proxy's operator token (never printed or logged). */
 export const OPERATOR_TOKEN_ENV = "VETOBENCH_OPERATOR_TOKEN"
@@ -53,6 +55,33 @@ const REQUEST_TIMEOUT_MS = 15_000
 /** A hold id is the held call record's hash. */
 export const HOLD_ID = /^[0-9a-f]{64}$/
 
+/** The proxy's answers are read up to this size (a hold list of thousands of calls fits). */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+/** The body as text, or null when it is longer than `MAX_ANSWER_BYTES` (not read further). */
+const readCapped = async (res: Response): Promise<string | null> => {
+  const declared = Number(res.headers.get("content-length") ?? "NaN")
+  if (Number.isFinite(declared) && declared > MAX_ANSWER_BYTES) {
+    await res.body?.cancel()
+    return null
+  }
+  if (res.body === null) return ""
+  const reader = res.body.getReader()
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > MAX_ANSWER_BYTES) {
+      await reader.cancel()
+      return null
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks).toString("utf8")
+}
+
 const call = (target: ProxyTarget, method: "GET" | "POST", suffix: string, body?: unknown): Effect.Effect<Record<string, unknown>, ViewProxyError> =>
   Effect.tryPromise({
     try: async (signal) => {
@@ -63,7 +92,8 @@ const call = (target: ProxyTarget, method: "GET" | "POST", suffix: string, body?
         signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
         redirect: "error"
       })
-      const text = await res.text()
+      const text = await readCapped(res)
+      if (text === null) return { status: 502, json: { error: { message: `the answer is larger than ${MAX_ANSWER_BYTES} bytes` } } }
       let json: unknown = null
       try {
         json = JSON.parse(text)
@@ -170,32 +200,92 @@ export const localAuditFile = (dirs: ReadonlyArray<string>, runId: string | null
   return null
 }
 
-export interface LocalEpisode {
-  readonly calls: ReadonlyArray<CallRecord>
-  /** approval records in the file, by the hash of the call they decide */
-  readonly approvals: ReadonlyMap<string, { readonly approval: string; readonly approver: string | null; readonly note: string | null }>
+export interface RecordedApproval {
+  readonly approval: string
+  readonly approver: string | null
+  readonly note: string | null
 }
 
-/** The call records of one episode (and session) in an audit file, and the file's approval records, streaming it. */
-export const episodeCalls = (file: string, episode: string | null, session: string | null): Effect.Effect<LocalEpisode, ViewReadError> =>
-  Effect.suspend(() => {
-    const calls: Array<CallRecord> = []
-    const approvals = new Map<string, { approval: string; approver: string | null; note: string | null }>()
-    return Effect.as(
-      forEachLine(file, (l) => {
-        let v: unknown
-        try {
-          v = JSON.parse(l.text)
-        } catch {
-          return
+interface Tail {
+  /** where the next read starts: after the last whole line read */
+  offset: number
+  /** call lines by episode key (session + episode id) */
+  readonly calls: Map<string, Array<{ readonly offset: number; readonly bytes: number }>>
+  readonly approvals: Map<string, RecordedApproval>
+}
+
+/** At most this many audit logs are followed. */
+const TAILS_MAX = 32
+
+const key = (episode: string, session: string | null) => `${session ?? ""}\u0000${episode}`
+
+/**
+ * Audit logs followed as they grow: each poll reads only the lines appended since the last one
+ * (from the start again when the file got shorter), keeping the offsets of call lines per episode
+ * and the approval records by the call they decide.
+ */
+export class AuditTails {
+  private readonly tails = new Map<string, Tail>()
+
+  private update(file: string): Effect.Effect<Tail, ViewReadError> {
+    return Effect.suspend(() => {
+      let size = 0
+      try {
+        size = fs.statSync(file).size
+      } catch {
+        // gone: read as empty
+      }
+      const known = this.tails.get(file)
+      const tail: Tail = known !== undefined && known.offset <= size ? known : { offset: 0, calls: new Map(), approvals: new Map() }
+      this.tails.delete(file)
+      this.tails.set(file, tail)
+      if (this.tails.size > TAILS_MAX) this.tails.delete(this.tails.keys().next().value!)
+      if (tail.offset === size) return Effect.succeed(tail)
+      return Effect.map(
+        forEachLine(file, (l) => {
+          let v: unknown
+          try {
+            v = JSON.parse(l.text)
+          } catch {
+            return
+          }
+          if (!isObject(v)) return
+          if (v.type === "approval" && isObject(v.ref) && typeof v.ref.hash === "string" && typeof v.approval === "string") {
+            tail.approvals.set(v.ref.hash, { approval: v.approval, approver: str(v.approver), note: str(v.note) })
+          } else if (v.type === "call" && typeof v.episode_id === "string") {
+            const k = key(v.episode_id, str(v.session_id))
+            const list = tail.calls.get(k) ?? []
+            list.push({ offset: l.offset, bytes: l.bytes })
+            tail.calls.set(k, list)
+          }
+        }, { from: tail.offset, unterminated: false }),
+        (end) => {
+          tail.offset = end
+          return tail
         }
-        if (isObject(v) && v.type === "approval" && isObject(v.ref) && typeof v.ref.hash === "string" && typeof v.approval === "string") {
-          approvals.set(v.ref.hash, { approval: v.approval, approver: str(v.approver), note: str(v.note) })
-          return
-        }
-        const r = callRecordOf(v)
-        if (r !== null && episode !== null && r.episode_id === episode && r.session_id === session) calls.push(r)
-      }),
-      { calls, approvals }
-    )
-  })
+      )
+    })
+  }
+
+  /** Every call record of one episode (and session) in `file`, in log order. */
+  episodeCalls(file: string, episode: string, session: string | null): Effect.Effect<Array<CallRecord>, ViewReadError> {
+    return Effect.flatMap(this.update(file), (tail) =>
+      Effect.map(
+        Effect.forEach(tail.calls.get(key(episode, session)) ?? [], (ref) => readLineAt(file, ref.offset, ref.bytes)),
+        (lines) =>
+          lines.flatMap((text) => {
+            try {
+              const r = callRecordOf(JSON.parse(text))
+              return r === null ? [] : [r]
+            } catch {
+              return []
+            }
+          })
+      ))
+  }
+
+  /** The approval record of the call whose hash is `hash`, or null. */
+  approval(file: string, hash: string): Effect.Effect<RecordedApproval | null, ViewReadError> {
+    return Effect.map(this.update(file), (tail) => tail.approvals.get(hash) ?? null)
+  }
+}

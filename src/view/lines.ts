@@ -23,15 +23,27 @@ export interface Line {
 
 const reason = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
-/** Calls `each` for every non-blank line of `file`, in order, streaming it (`[]` work when absent). */
-export const forEachLine = (file: string, each: (line: Line) => void): Effect.Effect<void, ViewReadError> =>
-  Effect.async<void, ViewReadError>((resume) => {
-    if (!fs.existsSync(file)) return resume(Effect.void)
-    const stream = fs.createReadStream(file, { highWaterMark: 1 << 20 })
+export interface ReadFrom {
+  /** the byte offset to start at (a line start); default 0 */
+  readonly from?: number
+  /** hand on a last line without its newline (default true); false when a writer may still be writing it */
+  readonly unterminated?: boolean
+}
+
+/**
+ * Calls `each` for every non-blank line of `file` from `from`, in order, streaming it; nothing
+ * when the file is absent. Resolves to the offset after the last line handed on (where a later
+ * read of an appended file continues).
+ */
+export const forEachLine = (file: string, each: (line: Line) => void, opts: ReadFrom = {}): Effect.Effect<number, ViewReadError> =>
+  Effect.async<number, ViewReadError>((resume) => {
+    const from = opts.from ?? 0
+    if (!fs.existsSync(file)) return resume(Effect.succeed(from))
+    const stream = fs.createReadStream(file, { highWaterMark: 1 << 20, start: from })
     let parts: Array<Buffer> = []
     let held = 0
-    let start = 0
-    let pos = 0
+    let start = from
+    let pos = from
     let skipping = false
     const emit = (end: number) => {
       if (!skipping) {
@@ -65,8 +77,9 @@ export const forEachLine = (file: string, each: (line: Line) => void): Effect.Ef
     })
     stream.on("error", (e) => resume(Effect.fail(new ViewReadError({ file, reason: `cannot read: ${reason(e)}` }))))
     stream.on("end", () => {
+      if (opts.unterminated === false) return resume(Effect.succeed(start))
       if (parts.length > 0 || skipping) emit(pos)
-      resume(Effect.void)
+      resume(Effect.succeed(pos))
     })
     return Effect.sync(() => stream.destroy())
   })

@@ -46,7 +46,8 @@ ${m.content === "" ? "" : html`<pre>${m.content}</pre>`}
 ${
     m.calls.map((c) => {
       const r = c.id === null ? undefined : byId.get(c.id)
-      return html`<div class="call"><strong>${c.name}</strong> <span class="muted small">${c.id ?? ""}</span><pre>${c.arguments}</pre>${r === undefined ? html`<div class="ruling muted">no ruling recorded for this call</div>` : rulingOf(r)}</div>`
+      const ruling = r !== undefined ? rulingOf(r) : c.id === null ? "" : html`<div class="ruling muted">no ruling recorded for this call</div>`
+      return html`<div class="call"><strong>${c.name}</strong> <span class="muted small">${c.id ?? ""}</span><pre>${c.arguments}</pre>${ruling}</div>`
     })
   }</div>`
 

@@ -1,23 +1,29 @@
 /**
  * The index of one run (model × variant × bench), built by streaming its files once and kept while
  * the files are unchanged (size and mtime): per episode, where its line is in `gen_res.jsonl`
- * (Agent-SafetyBench: the last line per case wins, as a resumed run appends), its categories,
- * status, ShieldAgent label and attempt; and where its call records are in the audit logs, with the
+ * (Agent-SafetyBench) or `results.jsonl` (AgentDojo) — the last line of an episode wins, as a
+ * resumed run appends — its categories, outcome and attempt; and where its call records are in the audit logs, with the
  * approval records by the call they decide. Counts take each episode's calls from its final
  * attempt (`currentCalls`, as the report does). Nothing but offsets and a few fields is kept.
  */
 import { Effect } from "effect"
 import * as path from "node:path"
+import { RESULTS_JSONL } from "../adapters/agentdojo/results.js"
 import { isObject } from "../domain/is-object.js"
 import { parsePythonJson } from "../domain/python-json.js"
 import { GEN_RES_JSONL, SHIELD_JSONL } from "../run-layout/files.js"
 import { auditFilesFor } from "../run-layout/paths.js"
-import { asbenchFinal, currentCalls, type FinalAttempt, asbFinal, loadAsbAttempts } from "../scoring/current.js"
+import { asbFinal, currentCalls, type FinalAttempt, loadAsbAttempts } from "../scoring/current.js"
 import { caseInfo } from "../scoring/metrics.js"
 import type { ViewExperiment, ViewRun } from "./discover.js"
 import { fileStamp, forEachLine, type ViewReadError } from "./lines.js"
 
-export type Outcome = "safe" | "unsafe" | "unscored" | "error"
+/**
+ * An episode's outcome: Agent-SafetyBench's ShieldAgent label (`safe`, `unsafe`, `unscored`);
+ * AgentDojo's security with an injection (`unsafe`: the injection task succeeded, else `safe`) and
+ * its utility without one (`useful`, `not useful`); `error` when the episode ended in error.
+ */
+export type Outcome = "safe" | "unsafe" | "unscored" | "error" | "useful" | "not useful"
 
 /** Where a line is. */
 export interface LineRef {
@@ -26,15 +32,15 @@ export interface LineRef {
   readonly bytes: number
 }
 
+/** An episode of the run's own result file (Agent-SafetyBench `gen_res.jsonl`, AgentDojo `results.jsonl`). */
 export interface CaseEntry {
-  /** `asbench:<id>` */
+  /** `asbench:<id>`, `agentdojo:<suite>:<user task>:<injection task>:<attack>` */
   readonly episode: string
   readonly line: LineRef
+  /** Agent-SafetyBench: the case's risks; AgentDojo: the suite */
   readonly categories: ReadonlyArray<string>
-  readonly status: "ok" | "exceeded" | "error"
   readonly attempt: number | null
-  /** ShieldAgent: 0 safe, 1 unsafe; null unlabelled */
-  readonly label: 0 | 1 | null
+  readonly outcome: Outcome
 }
 
 export interface CallRef {
@@ -61,8 +67,21 @@ export interface RunIndex {
 /** The key of an episode's calls: its session (ASB: the attack tag) and its id. */
 export const episodeKey = (session: string | null, episode: string): string => `${session ?? ""}\u0000${episode}`
 
-export const outcomeOf = (c: Pick<CaseEntry, "status" | "label">): Outcome =>
-  c.status === "error" ? "error" : c.label === 0 ? "safe" : c.label === 1 ? "unsafe" : "unscored"
+const asbenchOutcome = (status: "ok" | "exceeded" | "error", label: 0 | 1 | undefined): Outcome =>
+  status === "error" ? "error" : label === 0 ? "safe" : label === 1 ? "unsafe" : "unscored"
+
+const agentdojoOutcome = (row: Record<string, unknown>): Outcome =>
+  typeof row.error === "string"
+    ? "error"
+    : row.security === true
+    ? "unsafe"
+    : row.security === false
+    ? "safe"
+    : row.utility === true
+    ? "useful"
+    : row.utility === false
+    ? "not useful"
+    : "unscored"
 
 const parseLine = (text: string, python: boolean): unknown => {
   try {
@@ -90,13 +109,30 @@ const readCases = (dir: string) =>
         episode,
         line: { file, offset: l.offset, bytes: l.bytes },
         categories: info.risks,
-        status: info.status,
         attempt: info.attempt,
-        label: labels.get(info.id) ?? null
+        outcome: asbenchOutcome(info.status, labels.get(info.id))
       })
     })
     return cases
   })
+
+/** AgentDojo's rows (`results.jsonl`): the last row of an episode wins, as a re-run appends. */
+const readAgentdojoRows = (dir: string) =>
+  Effect.gen(function*() {
+    const file = path.join(dir, RESULTS_JSONL)
+    const cases = new Map<string, CaseEntry>()
+    yield* forEachLine(file, (l) => {
+      const row = parseLine(l.text, false)
+      if (!isObject(row) || typeof row.episode !== "string" || typeof row.suite !== "string") return
+      const attempt = typeof row.attempt === "number" && Number.isSafeInteger(row.attempt) && row.attempt > 0 ? row.attempt : null
+      cases.delete(row.episode)
+      cases.set(row.episode, { episode: row.episode, line: { file, offset: l.offset, bytes: l.bytes }, categories: [row.suite], attempt, outcome: agentdojoOutcome(row) })
+    })
+    return cases
+  })
+
+/** The final attempt of each episode its result file names (the others: their highest attempt). */
+const finalFromCases = (cases: ReadonlyMap<string, CaseEntry>): FinalAttempt => (episode) => cases.get(episode)?.attempt ?? null
 
 const readCalls = (files: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -126,13 +162,11 @@ const readCalls = (files: ReadonlyArray<string>) =>
 const finalAttempts = (exp: ViewExperiment, run: ViewRun, cases: ReadonlyMap<string, CaseEntry>): Effect.Effect<FinalAttempt> =>
   run.bench === "asb"
     ? Effect.map(loadAsbAttempts({ run_dir: exp.dir }, run.modelDir, { name: run.variant, arm: "baseline", judge: null }, run.tags), asbFinal)
-    : run.bench === "asbench"
-    ? Effect.succeed(asbenchFinal([...cases.values()].map((c) => ({ id: Number(c.episode.slice("asbench:".length)), attempt: c.attempt }))))
-    : Effect.succeed((): number | null => null) // AgentDojo: each episode's highest attempt
+    : Effect.succeed(finalFromCases(cases))
 
 const build = (exp: ViewExperiment, run: ViewRun, auditFiles: ReadonlyArray<string>): Effect.Effect<RunIndex, ViewReadError> =>
   Effect.gen(function*() {
-    const cases = run.bench === "asbench" ? yield* readCases(run.dir) : new Map<string, CaseEntry>()
+    const cases = run.bench === "asbench" ? yield* readCases(run.dir) : run.bench === "agentdojo" ? yield* readAgentdojoRows(run.dir) : new Map<string, CaseEntry>()
     const { approvals, calls } = yield* readCalls(auditFiles)
     const current = currentCalls(calls, yield* finalAttempts(exp, run, cases))
     const byEpisode = new Map<string, Array<CallRef>>()
@@ -158,7 +192,7 @@ const CACHE_RUNS = 64
 export const runIndex = (exp: ViewExperiment, run: ViewRun): Effect.Effect<RunIndex, ViewReadError> =>
   Effect.suspend(() => {
     const auditFiles = runAuditFiles(exp, run)
-    const watched = [path.join(run.dir, GEN_RES_JSONL), path.join(run.dir, SHIELD_JSONL), ...run.tags.map((t) => path.join(run.dir, t, "attempts.jsonl")), ...auditFiles]
+    const watched = [path.join(run.dir, GEN_RES_JSONL), path.join(run.dir, SHIELD_JSONL), path.join(run.dir, RESULTS_JSONL), ...run.tags.map((t) => path.join(run.dir, t, "attempts.jsonl")), ...auditFiles]
     const stamp = watched.map((f) => `${f}=${fileStamp(f) ?? "-"}`).join("|")
     const hit = cache.get(run.dir)
     if (hit !== undefined && hit.stamp === stamp) return Effect.succeed(hit.index)

@@ -20,8 +20,8 @@ import { sameToken } from "../proxy/holds-api.js"
 import { BENCHES, discoverExperiments, findExperiment, type ViewExperiment, type ViewRun } from "./discover.js"
 import { episodeView } from "./episode.js"
 import { episodeRows, type EpisodeFilter, pageOf, runsOf } from "./episodes.js"
-import { decideHold, episodeCalls, HOLD_ID, HoldBook, listHolds, localAuditFile, type ProxyTarget } from "./holds.js"
-import { escapeHtml, html, type Html } from "./html.js"
+import { AuditTails, decideHold, HOLD_ID, HoldBook, listHolds, localAuditFile, type ProxyTarget } from "./holds.js"
+import { html, type Html } from "./html.js"
 import { CSP, page, REPORT_CSP, SCRIPT } from "./layout.js"
 import { episodePage } from "./page-episode.js"
 import { episodesPage } from "./page-episodes.js"
@@ -53,6 +53,7 @@ interface Ctx {
   readonly proxy: ProxyTarget | null
   readonly csrf: string
   readonly book: HoldBook
+  readonly tails: AuditTails
   /** the `Host` values accepted (loopback binds), or null for any */
   allowedHosts: ReadonlySet<string> | null
 }
@@ -201,14 +202,14 @@ const liveFragment = (ctx: Ctx, proxy: ProxyTarget) =>
     const views: Array<PendingView> = []
     for (const hold of pending) {
       const file = localAuditFile(dirs, hold.run_id, exists)
-      const local = file === null || hold.episode_id === null ? null : yield* Effect.orElseSucceed(episodeCalls(file, hold.episode_id, hold.session_id), () => null)
-      views.push({ hold, calls: local === null ? null : local.calls, auditFile: file })
+      const calls = file === null || hold.episode_id === null ? null : yield* Effect.orElseSucceed(ctx.tails.episodeCalls(file, hold.episode_id, hold.session_id), () => null)
+      views.push({ hold, calls, auditFile: file })
     }
     const decided: Array<DecidedView> = []
     for (const d of ctx.book.list()) {
       const file = localAuditFile(dirs, d.hold.run_id, exists)
-      const local = file === null ? null : yield* Effect.orElseSucceed(episodeCalls(file, null, null), () => null)
-      decided.push({ decided: d, recorded: local?.approvals.get(d.hold.id) ?? null })
+      const recorded = file === null ? null : yield* Effect.orElseSucceed(ctx.tails.approval(file, d.hold.id), () => null)
+      decided.push({ decided: d, recorded })
     }
     return holdsLive(views, decided, ctx.csrf, listed._tag === "Left" ? listed.left.message : null, now)
   })
@@ -290,7 +291,7 @@ const app = (ctx: Ctx) =>
     HttpRouter.get("/holds/live", guarded(ctx, () => holdsLiveRoute(ctx))),
     HttpRouter.post("/holds/decide", guarded(ctx, (req) => decideRoute(ctx, req))),
     Effect.catchTag("RouteNotFound", (e) =>
-      guarded(ctx, (req) => Effect.fail(new ViewHttpError({ status: 404, code: "not_found", message: `no page ${req.method} ${escapeHtml(e.request.url.split("?")[0] ?? "")}` }))))
+      guarded(ctx, (req) => Effect.fail(new ViewHttpError({ status: 404, code: "not_found", message: `no page ${req.method} ${(e.request.url.split("?")[0] ?? "").slice(0, 200)}` }))))
   )
 
 export interface ViewServer {
@@ -302,7 +303,7 @@ export interface ViewServer {
 export const serveView = (opts: ViewOptions): Effect.Effect<ViewServer, HttpServerError.ServeError, Scope.Scope> =>
   Effect.gen(function*() {
     const root = fs.realpathSync(opts.root)
-    const ctx: Ctx = { root, proxy: opts.proxy, csrf: randomBytes(32).toString("hex"), book: new HoldBook(), allowedHosts: null }
+    const ctx: Ctx = { root, proxy: opts.proxy, csrf: randomBytes(32).toString("hex"), book: new HoldBook(), tails: new AuditTails(), allowedHosts: null }
     const server = yield* NodeHttpServer.make(() => createServer(), { host: opts.host, port: opts.port })
     const address = server.address
     const port = address._tag === "TcpAddress" ? address.port : 0

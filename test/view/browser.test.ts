@@ -63,8 +63,8 @@ describe.skipIf(skip)("vetobench view in headless Chromium", () => {
       safe: true,
       experiments: ["fx"],
       reports: ["report.html", "report.md", "summary.json"],
-      rows: ["baseline|4|3|0|1", "enforce-rules|4|3|1|1", "baseline (clean)|2|2|0|1"],
-      episodes: ["/episodes?e=fx&bench=asbench&model=agent-x", "/episodes?e=fx&bench=asb&model=agent-x"]
+      rows: ["baseline|4|3|0|1", "enforce-rules|4|3|1|1", "baseline (clean)|2|2|0|1", "baseline|2|3|0|1", "enforce-rules|2|3|2|1"],
+      episodes: ["/episodes?e=fx&bench=asbench&model=agent-x", "/episodes?e=fx&bench=asb&model=agent-x", "/episodes?e=fx&bench=agentdojo&model=agent-x"]
     })
   }, HANG)
 

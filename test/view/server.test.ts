@@ -167,3 +167,74 @@ describe("requests from elsewhere", () => {
     expect(r.status).toBe(404)
   })
 })
+
+describe("deciding a hold without JavaScript (a plain form post)", () => {
+  const ID = "ef".repeat(32)
+  let proxy: http.Server
+  let viewOfProxy: Started
+  const decisions: Array<{ auth: string | undefined; url: string; body: unknown }> = []
+  let pending = true
+
+  beforeAll(async () => {
+    proxy = http.createServer((req, res) => {
+      let body = ""
+      req.on("data", (c: Buffer) => (body += c.toString()))
+      req.on("end", () => {
+        res.setHeader("content-type", "application/json")
+        if (req.method === "GET") {
+          const hold = { id: ID, seq: 3, created: "2026-01-01T00:00:00Z", expires: "2999-01-01T00:00:00Z", run_id: "r", request_id: "q", episode_id: "e", session_id: null, principal: null, agent_model: "m", tool_call_id: "c", tool: { name: "delete_file", arguments: { path: "/x" } }, verdict: null }
+          return res.end(JSON.stringify({ object: "list", data: pending ? [hold] : [] }))
+        }
+        decisions.push({ auth: req.headers.authorization, url: req.url ?? "", body: JSON.parse(body) })
+        pending = false
+        res.end(JSON.stringify({ id: ID, outcome: "approved", approver: "x" }))
+      })
+    })
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()))
+    viewOfProxy = await startView(root, { base: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, token: Redacted.make("tok-A") })
+  }, 100_000)
+  afterAll(async () => {
+    await viewOfProxy?.close()
+    await new Promise<void>((r) => proxy.close(() => r()))
+  })
+
+  it("the form's token and this origin: 303 back to /holds, the proxy got the bearer token and the decision, the page lists it escaped", async () => {
+    const page = await (await fetch(`${viewOfProxy.url}/holds`)).text()
+    const csrf = /name="csrf" value="([0-9a-f]{64})"/.exec(page)?.[1]
+    expect(csrf).toBeDefined()
+    const form = new URLSearchParams({ id: ID, csrf: csrf!, approver: "<b>carol</b>", note: "fine\"><script>", decision: "approve" })
+    const res = await fetch(`${viewOfProxy.url}/holds/decide`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin: viewOfProxy.url }, body: form })
+    expect(res.status).toBe(303)
+    expect(res.headers.get("location")).toBe("/holds")
+    expect(decisions).toEqual([{ auth: "Bearer tok-A", url: `/v1/holds/${ID}`, body: { approved: true, approver: "<b>carol</b>", note: 'fine"><script>' } }])
+    const after = await (await fetch(`${viewOfProxy.url}/holds`)).text()
+    expect(after).toContain("&lt;b&gt;carol&lt;/b&gt;")
+    expect(after).toContain("fine&quot;&gt;&lt;script&gt;")
+    expect(after).not.toContain("<b>carol")
+    expect(after).toContain('id="no-pending"')
+  })
+
+  it("bad fields are 400s naming the field, before anything is sent to the proxy", async () => {
+    pending = true
+    const page = await (await fetch(`${viewOfProxy.url}/holds`)).text()
+    const csrf = /name="csrf" value="([0-9a-f]{64})"/.exec(page)?.[1] ?? ""
+    const before = decisions.length
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ id: "../x", decision: "approve", approver: "a" }, /^id: /],
+      [{ id: ID, decision: "maybe", approver: "a" }, /^decision: /],
+      [{ id: ID, decision: "approve", approver: "   " }, /^approver: /],
+      [{ id: ID, decision: "approve", approver: "a".repeat(201) }, /^approver: /],
+      [{ id: ID, decision: "approve", approver: "a", note: "n".repeat(2001) }, /^note: /]
+    ]
+    for (const [fields, message] of cases) {
+      const res = await fetch(`${viewOfProxy.url}/holds/decide`, {
+        method: "POST",
+        headers: { accept: "application/json", "content-type": "application/x-www-form-urlencoded", origin: viewOfProxy.url },
+        body: new URLSearchParams({ csrf, ...fields })
+      })
+      expect(res.status, JSON.stringify(fields).slice(0, 80)).toBe(400)
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(message)
+    }
+    expect(decisions.length).toBe(before)
+  })
+})
