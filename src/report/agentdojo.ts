@@ -11,7 +11,7 @@
  * - charts: the utility/ASR plane per model (`plane.ts`) and the forest plot of Δ utility,
  *   Δ utility under attack and Δ targeted ASR per variant (`svg.ts` `forestPlot`).
  */
-import type { AgentdojoCell, AgentdojoVariantSummary, ClusteredDiff, Summary } from "../scoring/summary-types.js"
+import type { AgentdojoCell, AgentdojoVariantSummary, ClusteredDiff, Proportion, Summary } from "../scoring/summary-types.js"
 import { clusteredCell, DASH, finiteOrNull, intCell, rateCell, tokensCell } from "./format.js"
 import { type PlaneOptions, type PlanePoint, planePlot } from "./plane.js"
 import type { Block, Section } from "./sections.js"
@@ -32,7 +32,7 @@ export const agentdojoRows = (summary: Pick<Summary, "experiment" | "agentdojo">
   const models = [...known, ...Object.keys(summary.agentdojo).filter((m) => !known.includes(m)).sort()]
   return models.flatMap((model) => {
     const byVariant = summary.agentdojo[model] ?? {}
-    const names = summary.experiment.variants.map((v) => v.name).filter((n) => n in byVariant)
+    const names = summary.experiment.variants.map((v) => v.name).filter((n) => Object.hasOwn(byVariant, n))
     const rest = Object.keys(byVariant).filter((n) => !names.includes(n))
     return [...names, ...rest].map((n) => ({ model, s: byVariant[n]! }))
   })
@@ -42,6 +42,9 @@ export const agentdojoRows = (summary: Pick<Summary, "experiment" | "agentdojo">
 const extraNames = (summary: Pick<Summary, "experiment" | "agentdojo">): Array<string> => agentdojoRows(summary).map((r) => r.s.variant)
 
 const seriesOf = (summary: Pick<Summary, "experiment" | "agentdojo">, variant: string): number => variantSeries(summary, variant, extraNames(summary))
+
+/** `p [lo, hi] (k/n)`: every rate with the episodes it is over; `– (n=0)` when there are none. */
+const countedRate = (r: Proportion): string => (r.n === 0 ? `${DASH} (n=0)` : `${rateCell(r)} (${r.k}/${r.n})`)
 
 const table = (head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>, numeric: ReadonlyArray<number>): Block => ({ kind: "table", table: { head, rows, numeric } })
 const note = (text: string): Block => ({ kind: "note", text })
@@ -61,7 +64,7 @@ const gateCells = (c: AgentdojoCell): Array<string> => {
     `${g.calls_blocked} of ${g.calls}`,
     g.blocked_per_episode === null ? DASH : g.blocked_per_episode.toFixed(2),
     `${g.episodes_with_block} of ${g.episodes}`,
-    rateCell(g.first_harmful_blocked),
+    countedRate(g.first_harmful_blocked),
     `${g.first_harmful_proposed} of ${g.first_harmful_blocked.n}`
   ]
 }
@@ -99,11 +102,11 @@ export const agentdojoSections = (summary: Summary): Array<Section> => {
           s.variant,
           who(s),
           String(s.overall.episodes),
-          rateCell(s.overall.utility),
+          countedRate(s.overall.utility),
           deltaOf(s.overall, (d) => d.utility),
-          rateCell(s.overall.utility_under_attack),
+          countedRate(s.overall.utility_under_attack),
           deltaOf(s.overall, (d) => d.utility_under_attack),
-          rateCell(s.overall.asr),
+          countedRate(s.overall.asr),
           deltaOf(s.overall, (d) => d.asr),
           String(s.overall.errors)
         ]),
@@ -155,13 +158,13 @@ export const agentdojoSections = (summary: Summary): Array<Section> => {
                   model,
                   s.variant,
                   suite,
-                  rateCell(c.utility),
+                  countedRate(c.utility),
                   deltaOf(c, (d) => d.utility),
-                  rateCell(c.utility_under_attack),
+                  countedRate(c.utility_under_attack),
                   deltaOf(c, (d) => d.utility_under_attack),
-                  rateCell(c.asr),
+                  countedRate(c.asr),
                   deltaOf(c, (d) => d.asr),
-                  c.gate === null ? DASH : rateCell(c.gate.first_harmful_blocked),
+                  c.gate === null ? DASH : countedRate(c.gate.first_harmful_blocked),
                   String(c.errors)
                 ]]
           })
@@ -205,13 +208,20 @@ const pp = (x: number | null | undefined): number | null => {
   return v === null ? null : v * 100
 }
 
-/** The utility/ASR plane of one model, or null when no variant has a point. */
-export const agentdojoPlane = (summary: Summary, model: string, opts: Omit<PlaneOptions, "title" | "xLabel" | "yLabel">): string | null => {
-  const points: Array<PlanePoint> = agentdojoRows(summary)
+/** One point per variant of a model: targeted ASR and utility under attack over all its attacked episodes. */
+export const planePoints = (summary: Summary, model: string): Array<PlanePoint> =>
+  agentdojoRows(summary)
     .filter((r) => r.model === model)
     .map(({ s }) => ({ label: s.variant, x: { ...s.overall.asr }, y: { ...s.overall.utility_under_attack }, series: seriesOf(summary, s.variant) }))
-  if (!points.some((p) => finiteOrNull(p.x.p) !== null && finiteOrNull(p.y.p) !== null)) return null
-  return planePlot(points, {
+
+/** Some variant of the model has a point to draw. */
+export const hasPlane = (summary: Summary, model: string): boolean =>
+  planePoints(summary, model).some((p) => finiteOrNull(p.x.p) !== null && finiteOrNull(p.y.p) !== null)
+
+/** The utility/ASR plane of one model, or null when no variant has a point. */
+export const agentdojoPlane = (summary: Summary, model: string, opts: Omit<PlaneOptions, "title" | "xLabel" | "yLabel">): string | null => {
+  if (!hasPlane(summary, model)) return null
+  return planePlot(planePoints(summary, model), {
     ...opts,
     title: `AgentDojo: utility under attack vs targeted ASR · ${model}`,
     xLabel: "targeted ASR, % (lower is safer)",

@@ -24,7 +24,7 @@ import type { PairedDiff, Summary } from "../scoring/summary-types.js"
 import { VERSION } from "../domain/version.js"
 import { DASH, estimateCell, finiteOrNull } from "./format.js"
 import type { BoxView } from "./headline.js"
-import { agentdojoForest, agentdojoModels, agentdojoPlane } from "./agentdojo.js"
+import { agentdojoForest, agentdojoForestGroups, agentdojoModels, agentdojoPlane, hasPlane } from "./agentdojo.js"
 import { variantSeries } from "./series.js"
 import { asbenchRows, asbRows, BENCH_LABEL, type Block, collapsedLine, judgeRows, liveRows, reportSections, type Section, type Table } from "./sections.js"
 import { type BarCategory, esc, type ForestGroup, forestPlot, groupedBars, type LatencyStats, latencyBoxes, NARROW_WIDTH, seriesColor } from "./svg.js"
@@ -135,7 +135,7 @@ export const asbForest = (summary: Summary): string | null => {
 /** The utility/ASR plane per model with AgentDojo results. */
 export const agentdojoPlanes = (summary: Summary): Array<string> =>
   agentdojoModels(summary).flatMap((model) => {
-    if (agentdojoPlane(summary, model, { id: "probe" }) === null) return []
+    if (!hasPlane(summary, model)) return []
     return [
       figure(
         (width, suffix) => agentdojoPlane(summary, model, { id: `chart-agentdojo-plane-${slugId(model)}${suffix}`, ...sized(width) }) ?? "",
@@ -145,7 +145,7 @@ export const agentdojoPlanes = (summary: Summary): Array<string> =>
   })
 
 export const agentdojoForestFigure = (summary: Summary): string | null =>
-  agentdojoForest(summary, { id: "probe" }) === null
+  agentdojoForestGroups(summary).length === 0
     ? null
     : figure(
       (width, suffix) => agentdojoForest(summary, { id: `chart-agentdojo-delta${suffix}`, ...sized(width) }) ?? "",
@@ -292,11 +292,15 @@ const htmlSection = (s: Section, charts: ReadonlyArray<string | null>, inner = "
       .filter((x) => x !== "")
       .join("\n")
   }
+  // a banner opening the section (e.g. the oracle agent's) goes above its charts
+  const lead = s.blocks.findIndex((b) => b.kind !== "banner")
+  const banners = lead < 0 ? s.blocks : s.blocks.slice(0, lead)
   return [
     `<section id="${esc(s.id)}" class="level${s.level}">`,
     `<${h}>${esc(s.title)}</${h}>`,
+    ...banners.map(htmlBlock),
     ...charts.filter((c): c is string => c !== null),
-    ...s.blocks.map(htmlBlock),
+    ...s.blocks.slice(banners.length).map(htmlBlock),
     inner,
     `</section>`
   ]

@@ -2,25 +2,28 @@
  * Reading AgentDojo results and building the summary's `agentdojo` block (metrics:
  * `agentdojo.ts`).
  *
- * Inputs per model × variant: every `*.jsonl` file of `<run_dir>/agentdojo/<slug(model)>/<variant>/`
- * (`agentdojoRunDir`: the launcher's `results.jsonl`, and any other results file; lines that are not result rows — no
- * `agentdojo:` episode, suite or user task — are skipped, so other JSONL files there are harmless),
- * and the proxy's audit files of the variant's run id (`auditFilesFor`, bench `agentdojo`). The variants are the
- * experiment's, then any other directory found there (AgentDojo's reference defenses run as
- * `defense-<name>` variants on the baseline arm), sorted; a variant's arm, judge and defense come
- * from the experiment, else from its rows.
+ * Inputs per model × variant: the launcher's `results.jsonl` in `<run_dir>/agentdojo/<slug(model)>/<variant>/`
+ * (`agentdojoRunDir`; a sharded run after `vetobench merge`), read as Python writes JSON, lines that
+ * are not result rows (no `agentdojo:` episode, suite or user task; a torn last line) skipped; and
+ * the proxy's audit files of the variant's run id (`auditFilesFor`, bench `agentdojo`: every
+ * shard's after a merge). The variants are the experiment's, then its AgentDojo defense variants,
+ * then any other directory found there (sorted); a variant's arm, judge and defense come from the
+ * experiment, else from its rows.
  */
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { resultsFile } from "../adapters/agentdojo/results.js"
 import { defenseVariants } from "../config/agentdojo.js"
 import type { Experiment, Variant } from "../config/experiment.js"
 import type { CallRecord } from "../domain/audit-record.js"
+import { oneLine } from "../domain/one-line.js"
 import { ARMS, type Arm } from "../domain/route.js"
 import { agentdojoRunDir, slug } from "../run-layout/paths.js"
 import { type AgentdojoRow, agentdojoCell, agentdojoRowOf, finalRows, rowProblem, rowTokens, stopped } from "./agentdojo.js"
-import { currentCalls } from "./current.js"
-import { readCallRecordsOf, readJsonLines, type ScoringReadError } from "./files.js"
+import { currentCalls, type FinalAttempt } from "./current.js"
+import { readCallRecordsOf, readJsonLines, readResultRecords, type ScoringReadError } from "./files.js"
+import { flaggedResults } from "./flagged-results.js"
 import type { BootstrapOptions } from "./stats.js"
 import { liveJudgeStats } from "./metrics.js"
 import type { AgentdojoAudit, AgentdojoVariantSummary, LiveJudgeStats } from "./summary-types.js"
@@ -36,14 +39,6 @@ const listDir = (dir: string): Array<fs.Dirent> => {
   }
 }
 
-/** The results files of a variant directory: its `*.jsonl` files, sorted by name. */
-export const resultFiles = (dir: string): Array<string> =>
-  listDir(dir)
-    .filter((e) => e.isFile() && e.name.endsWith(".jsonl"))
-    .map((e) => e.name)
-    .sort()
-    .map((f) => path.join(dir, f))
-
 export interface AgentdojoFiles {
   /** the files that hold rows */
   readonly files: ReadonlyArray<string>
@@ -51,12 +46,12 @@ export interface AgentdojoFiles {
   readonly rows: ReadonlyArray<AgentdojoRow>
 }
 
-/** The rows of a variant directory's results files (Python JSON: `NaN` and friends read). */
+/** The rows of a variant directory's results file (Python JSON: `NaN` and friends read). */
 export const readAgentdojoRows = (dir: string): Effect.Effect<AgentdojoFiles, ScoringReadError> =>
   Effect.gen(function*() {
     const files: Array<string> = []
     const rows: Array<AgentdojoRow> = []
-    for (const file of resultFiles(dir)) {
+    for (const file of [resultsFile(dir)].filter((f) => fs.existsSync(f))) {
       const mine = (yield* readJsonLines(file, true)).map(agentdojoRowOf).filter((r): r is AgentdojoRow => r !== null)
       if (mine.length > 0) files.push(file)
       rows.push(...mine)
@@ -111,14 +106,20 @@ interface Loaded {
   readonly stale: number
 }
 
+/** Each episode's final attempt: its row's (rows are the final attempts'); null for an episode no row has. */
+const finalOf = (rows: ReadonlyArray<AgentdojoRow>): FinalAttempt => {
+  const attempts = new Map(rows.map((r) => [r.episode, r.attempt] as const))
+  return (episode) => attempts.get(episode) ?? null
+}
+
 const auditOf = (
   rows: ReadonlyArray<AgentdojoRow>,
   files: ReadonlyArray<string>,
   records: ReadonlyArray<CallRecord>
 ): { readonly audit: AgentdojoAudit; readonly current: ReadonlyArray<CallRecord> } => {
-  const attempts = new Map(rows.map((r) => [r.episode, r.attempt] as const))
-  const current = currentCalls(records, (episode) => attempts.get(episode) ?? null)
-  const unmatched = [...new Set(current.flatMap((r) => (r.episode_id !== null && !attempts.has(r.episode_id) ? [r.episode_id] : [])))].sort()
+  const final = finalOf(rows)
+  const current = currentCalls(records, final)
+  const unmatched = [...new Set(current.flatMap((r) => (r.episode_id !== null && final(r.episode_id, r.session_id) === null ? [r.episode_id] : [])))].sort()
   return {
     audit: { audit_files: files, calls: current.length, stale_calls: records.length - current.length, unmatched_episodes: unmatched.length, unmatched_examples: unmatched.slice(0, 5) },
     current
@@ -147,8 +148,10 @@ export const blockedHarmfulCalls = (rows: ReadonlyArray<AgentdojoRow>, records: 
 }
 
 /** The `agentdojo` block of the summary and its audit figures (see the module doc). */
-export const buildAgentdojo = (input: AgentdojoBuild): Effect.Effect<AgentdojoBlock> =>
+export const buildAgentdojo = (build: AgentdojoBuild): Effect.Effect<AgentdojoBlock> =>
   Effect.gen(function*() {
+    // row values (attack names, versions) end up in notes: one line each
+    const input: AgentdojoBuild = { ...build, note: (s) => build.note(oneLine(s, 1_000)) }
     const out: Record<string, Record<string, AgentdojoVariantSummary>> = {}
     const logged: Record<string, Record<string, AgentdojoLogged>> = {}
     const skipped = (sentence: string) =>
@@ -195,7 +198,10 @@ export const buildAgentdojo = (input: AgentdojoBuild): Effect.Effect<AgentdojoBl
         }
         const gated = l.variant.judge !== null ? records : null
         if (gated !== null && audit !== null && l.variant.judge !== null) {
-          const live = liveJudgeStats(gated, { variant: l.variant.name, judge: l.variant.judge, audit_files: audit.audit_files, stale: audit.stale_calls })
+          const stats = liveJudgeStats(gated, { variant: l.variant.name, judge: l.variant.judge, audit_files: audit.audit_files, stale: audit.stale_calls })
+          // the result screen's rulings of the final attempts, as for the other benchmarks
+          const screened = currentCalls(yield* readResultRecords(files).pipe(Effect.orElseSucceed(() => [])), finalOf(l.rows))
+          const live = screened.length === 0 ? stats : { ...stats, flagged_results: flaggedResults(screened) }
           logged[model] = { ...logged[model], [l.variant.name]: { live, blocked_harmful_calls: blockedHarmfulCalls(l.rows, gated) } }
         }
         const pairWith = control !== undefined && control !== l ? control : null
@@ -225,7 +231,10 @@ export const buildAgentdojo = (input: AgentdojoBuild): Effect.Effect<AgentdojoBl
           files: l.files,
           rows: l.all,
           stale_rows: l.stale,
-          error_examples: distinct(l.rows.map(rowProblem)).slice(0, 3),
+          error_examples: distinct(l.rows.map((r) => {
+            const p = rowProblem(r)
+            return p === null ? null : oneLine(p, 300)
+          })).slice(0, 3),
           overall: cell(() => true),
           by_suite: Object.fromEntries(suites.map((s) => [s, cell((r) => r.suite === s)] as const)),
           audit,

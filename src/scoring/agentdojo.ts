@@ -18,6 +18,7 @@
  *   per counted episode, and the share of attacked episodes where the injection task's first
  *   ground-truth call was stopped, matched by function name within the episode.
  */
+import type { AgentdojoRow as LauncherRow } from "../adapters/agentdojo/results.js"
 import type { CallRecord } from "../domain/audit-record.js"
 import { isObject } from "../domain/is-object.js"
 import { numberOf } from "../domain/python-json.js"
@@ -29,30 +30,21 @@ import type { AgentdojoCell, AgentdojoDelta, AgentdojoGate, ClusteredDiff, Propo
 /** Fewest user tasks (clusters) a verdict on a Δ is given for: a bootstrap over fewer says little. */
 export const MIN_CLUSTERS = 5
 
-/** One ground-truth or executed call: `{function, args}`. */
+/** One ground-truth call as read: `{function, args}` (args as they came). */
 export interface AgentdojoCall {
   readonly function: string
   readonly args: unknown
 }
 
-/** One launcher row, as read (what the metrics need). */
-export interface AgentdojoRow {
-  /** `agentdojo:<suite>:<user_task>:<injection_task|none>:<attack|none>` */
-  readonly episode: string
-  readonly suite: string
-  readonly user_task: string
-  readonly injection_task: string | null
-  readonly attack: string | null
-  readonly variant: string | null
+/**
+ * One launcher row (`adapters/agentdojo/results.ts`, the launcher's format), as the metrics read it:
+ * checked field by field, so what the launcher may leave out or get wrong reads as null.
+ */
+export interface AgentdojoRow
+  extends Pick<LauncherRow, "episode" | "suite" | "user_task" | "injection_task" | "attack" | "judge" | "defense" | "oracle" | "utility" | "security" | "error" | "attempt">
+{
   readonly arm: string | null
-  readonly judge: string | null
-  readonly defense: string | null
   readonly benchmark_version: string | null
-  readonly oracle: boolean
-  readonly utility: boolean | null
-  readonly security: boolean | null
-  readonly error: string | null
-  readonly attempt: number
   readonly usage: Tokens | null
   readonly injection_ground_truth: ReadonlyArray<AgentdojoCall>
 }
@@ -77,7 +69,6 @@ export const agentdojoRowOf = (v: unknown): AgentdojoRow | null => {
     user_task: userTask,
     injection_task: str(v.injection_task),
     attack: str(v.attack),
-    variant: str(v.variant),
     arm: str(v.arm),
     judge: str(v.judge),
     defense: str(v.defense),
@@ -137,14 +128,8 @@ const share = (rows: ReadonlyArray<AgentdojoRow>, pick: (r: AgentdojoRow) => boo
   return proportion(k, n)
 }
 
-export interface Rates {
-  readonly episodes: number
-  readonly attacked: number
-  readonly errors: number
-  readonly utility: Proportion
-  readonly utility_under_attack: Proportion
-  readonly asr: Proportion
-}
+/** A cell's rates and counts (without Δ and gate). */
+export type Rates = Pick<AgentdojoCell, "episodes" | "attacked" | "errors" | "utility" | "utility_under_attack" | "asr">
 
 /** Utility, utility under attack and targeted ASR over the counted rows of `rows`. */
 export const ratesOf = (rows: ReadonlyArray<AgentdojoRow>): Rates => {
@@ -187,16 +172,20 @@ export const clusteredDiff = (
     diffs.push(treatment.get(key)!.value - b.value)
     byCluster.set(b.cluster, diffs)
   }
-  const clusters = [...byCluster.keys()].sort().map((c) => byCluster.get(c)!)
-  const n = clusters.reduce((s, c) => s + c.length, 0)
+  // each cluster as its sum and size: a resample's mean is Σ sums / Σ sizes
+  const clusters = [...byCluster.keys()].sort().map((c) => {
+    const diffs = byCluster.get(c)!
+    return { sum: diffs.reduce((t, x) => t + x, 0), size: diffs.length }
+  })
+  const n = clusters.reduce((t, c) => t + c.size, 0)
   if (n === 0) return { n: 0, d: null, lo: null, hi: null, clusters: 0 }
-  const mean = (sample: ReadonlyArray<ReadonlyArray<number>>): Array<number> => {
-    let sum = 0, count = 0
+  const mean = (sample: ReadonlyArray<{ readonly sum: number; readonly size: number }>): Array<number> => {
+    let sum = 0, size = 0
     for (const c of sample) {
-      for (const x of c) sum += x
-      count += c.length
+      sum += c.sum
+      size += c.size
     }
-    return [count === 0 ? NaN : sum / count]
+    return [size === 0 ? NaN : sum / size]
   }
   const [e] = clusterBootstrap(clusters, mean, opts)
   const interval = clusters.length >= 2

@@ -11,6 +11,9 @@
  * - ASB per model × variant × attack tag: `asb/<slug(model)>/<variant>/<tag>/shard*.csv`, the
  *   launcher's `shard*.usage.jsonl` and the shards' `attempts.jsonl`; ASB's tasks file
  *   (`paths.asb_dir`) to join rows with audit records.
+ * - AgentDojo per model × variant (defense variants included):
+ *   `agentdojo/<slug(model)>/<variant>/results.jsonl` and the variant's audit files
+ *   (`agentdojo-results.ts`; its live figures and cost rows come from the same records).
  * - Live judge figures per model × bench × judged variant: the audit files of its run id
  *   (`<audit_dir>/<auditFileName(run id)>`, or every shard's file listed in a merged run's
  *   `shards.json`: `auditFilesFor`), each episode's calls from its final attempt (`current.ts`).

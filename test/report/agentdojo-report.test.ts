@@ -17,19 +17,12 @@ import { writeAgentdojoWorkspace } from "../scoring/agentdojo-fixture.js"
 import { findChromium, inspectPage } from "../support/chromium.js"
 import { runCli } from "../support/cli.js"
 import { validate } from "./json-schema.js"
+import { cells, section } from "./markdown-reader.js"
 import { emptySummary } from "./sample-summary.js"
 
 const SCHEMA = JSON.parse(fs.readFileSync(path.resolve("docs/summary.schema.json"), "utf8")) as { readonly [k: string]: unknown }
 const TITLE = "AgentDojo (utility, utility under attack, targeted ASR; %, 95% CI)"
 
-const section = (md: string, heading: string): Array<string> => {
-  const lines = md.split("\n")
-  const at = lines.indexOf(heading)
-  expect(at, heading).toBeGreaterThanOrEqual(0)
-  const end = lines.findIndex((l, i) => i > at && /^#{1,3} /.test(l))
-  return lines.slice(at + 1, end < 0 ? undefined : end).filter((l) => l !== "")
-}
-const cells = (row: string | undefined) => (row ?? "").slice(1, -1).split(" | ").map((c) => c.trim())
 const rowOf = (lines: ReadonlyArray<string>, start: string) => cells(lines.find((l) => l.startsWith(start)))
 
 describe("vetobench report with AgentDojo results", () => {
@@ -57,13 +50,13 @@ describe("vetobench report with AgentDojo results", () => {
     expect(cells(head)).toEqual(["model", "variant", "what", "episodes", "utility", "Δ utility (paired)", "utility under attack", "Δ under attack", "targeted ASR", "ΔASR (paired)", "errors"])
     const base = rowOf(main, "| agent | baseline |")
     expect(base.slice(2, 4)).toEqual(["baseline", "22"])
-    expect(base[4]).toMatch(/^87\.5 \[\d+\.\d, \d+\.\d\]$/) // 7 of 8
+    expect(base[4]).toMatch(/^87\.5 \[\d+\.\d, \d+\.\d\] \(7\/8\)$/)
     expect(base[5]).toBe("–")
-    expect(base[8]).toMatch(/^100\.0 \[\d+\.\d, 100\.0\]$/)
+    expect(base[8]).toMatch(/^100\.0 \[\d+\.\d, 100\.0\] \(14\/14\)$/)
     const enforce = rowOf(main, "| agent | enforce-rules |")
     expect(enforce[2]).toBe("enforce, judge rules")
     expect(enforce[5]).toBe("-12.5 (n=8: too few pairs for an interval)")
-    expect(enforce[8]).toMatch(/^53\.8 \[/) // 7 of 13
+    expect(enforce[8]).toMatch(/^53\.8 \[.*\] \(7\/13\)$/)
     expect(enforce[9]).toMatch(/^-46\.2 \[-\d+\.\d, -\d+\.\d\] \(n=13, 7 user tasks\)$/)
     expect(enforce[10]).toBe("1")
     expect(rowOf(main, "| agent | defense-tool_filter |")[2]).toBe("AgentDojo defense tool_filter")
@@ -71,14 +64,14 @@ describe("vetobench report with AgentDojo results", () => {
     const gate = section(md, "### What the gate did (live audit, final attempts)")
     const g = rowOf(gate, "| agent | enforce-rules |")
     expect(g.slice(2, 5)).toEqual(["6 of 34", "0.29", "6 of 21"])
-    expect(g[5]).toMatch(/^46\.2 \[/)
+    expect(g[5]).toMatch(/^46\.2 \[.*\] \(6\/13\)$/)
     expect(g.slice(6)).toEqual(["13 of 13", "1 (agentdojo:banking:user_task_9:none:none)", "2"])
 
     const suites = section(md, "### Per suite (%, paired Δ vs baseline)")
     const slack = rowOf(suites, "| agent | enforce-rules | slack |")
     expect(slack[8]).toBe("+0.0 (n=1: too few pairs for an interval)")
     expect(slack[10]).toBe("1")
-    expect(rowOf(suites, "| agent | defense-tool_filter | banking |")[7]).toMatch(/^0\.0 \[0\.0, /)
+    expect(rowOf(suites, "| agent | defense-tool_filter | banking |")[7]).toMatch(/^0\.0 \[0\.0, \d+\.\d\] \(0\/12\)$/)
 
     const runs = section(md, "### Runs: benchmark versions, agent, rows and errors")
     expect(rowOf(runs, "| agent | enforce-rules |").slice(2, 10)).toEqual(["v1.2.1", "important_instructions", "oracle (scripted)", "23", "22", "1", "1 of 22", "proxy answered 502"])
@@ -104,7 +97,26 @@ describe("vetobench report with AgentDojo results", () => {
     const forest = /<svg[^>]*id="chart-agentdojo-delta"[\s\S]*?<\/svg>/.exec(html)![0]
     expect(forest).toContain("agent · Δ targeted ASR")
     expect(forest).toContain("−46.2")
-    expect(html).toMatch(/<p class="banner" role="alert">Oracle agent: scripted ground-truth calls, not a model\./)
+    // the banner opens the section, above its charts
+    const sectionHtml = /<section id="agentdojo" class="level2">[\s\S]*?<\/section>/.exec(html)![0]
+    expect(sectionHtml.indexOf('<p class="banner" role="alert">Oracle agent: scripted ground-truth calls, not a model.')).toBeGreaterThan(0)
+    expect(sectionHtml.indexOf('<p class="banner"')).toBeLessThan(sectionHtml.indexOf("<svg"))
+  })
+})
+
+describe("a variant the experiment calls for without results", () => {
+  it("the report is written, and exit 1 names the missing AgentDojo run", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "vetobench-agentdojo-gap-"))
+    try {
+      const ws = writeAgentdojoWorkspace(root)
+      fs.rmSync(path.join(ws.runDir, "agentdojo", "agent", "defense-tool_filter"), { recursive: true })
+      const out = runCli(["report", "-c", ws.settings, "-e", ws.experiment])
+      expect(out.code).toBe(1)
+      expect(out.stderr).toMatch(/^vetobench: report: 1 of 3 runs without results \(first: AgentDojo agent \/ defense-tool_filter\); see the Notes of .*report\.md\n$/)
+      expect(fs.existsSync(path.join(ws.runDir, "report.html"))).toBe(true)
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true })
+    }
   })
 })
 

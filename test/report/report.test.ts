@@ -9,22 +9,13 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runCli } from "../support/cli.js"
 import { validate } from "./json-schema.js"
+import { cells, section } from "./markdown-reader.js"
 import { makeWorkspace, type Workspace } from "./workspace.js"
 
 const SCHEMA: unknown = JSON.parse(fs.readFileSync(path.resolve("docs/summary.schema.json"), "utf8"))
 const schema = SCHEMA as { readonly [k: string]: unknown }
 
 const report = (ws: Workspace) => runCli(["report", "-c", ws.settings, "-e", ws.experiment])
-
-const section = (md: string, heading: string): Array<string> => {
-  const lines = md.split("\n")
-  const at = lines.indexOf(heading)
-  expect(at, heading).toBeGreaterThanOrEqual(0)
-  const end = lines.findIndex((l, i) => i > at && /^#{1,3} /.test(l))
-  return lines.slice(at + 1, end < 0 ? undefined : end).filter((l) => l !== "")
-}
-
-const cells = (row: string | undefined) => (row ?? "").slice(1, -1).split(" | ").map((c) => c.trim())
 
 /** The one line of a section that does not apply (`**<title>:** <why>`), without the title. */
 const collapsed = (md: string, title: string): string | undefined =>
