@@ -23,7 +23,8 @@
 /** A finite number, or null where undefined. */
 export type Num = number | null
 
-export const SUMMARY_SCHEMA = "vetobench/summary/v2" as const
+/** v3: v2 plus the AgentDojo figures (`agentdojo`, `live[model].agentdojo`, `headline.oracle_agent`), required */
+export const SUMMARY_SCHEMA = "vetobench/summary/v3" as const
 
 /** Tokens as the upstream's `usage` reports them, summed. */
 export interface Tokens {

@@ -227,7 +227,7 @@ export const fullSummary = (): Summary => {
     }
   }
   return {
-  schema: "vetobench/summary/v2",
+  schema: "vetobench/summary/v3",
   generated_at: "2026-11-30T09:41:00.000Z",
   provenance: {
     vetobench_version: "0.2.0",

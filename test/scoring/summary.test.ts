@@ -32,7 +32,7 @@ describe("buildSummary over the fixture", () => {
   const s = summarise()
 
   it("experiment, stats, categories; nothing skipped", () => {
-    expect(s.schema).toBe("vetobench/summary/v2")
+    expect(s.schema).toBe("vetobench/summary/v3")
     expect(s.generated_at).toBe("2026-02-01T12:00:00.000Z")
     expect(s.experiment).toMatchObject({
       name: "fixture",
