@@ -25,6 +25,7 @@ import { bindResultsAndSay } from "../audit/results.js"
 import { loadExperiment } from "../config/experiment.js"
 import { writeReport } from "../report/write.js"
 import { gapCount, type ReportGaps, reportGaps } from "../scoring/gaps.js"
+import { missingShardAuditFiles } from "../run-layout/paths.js"
 import { loadPrices } from "../scenarios/cost.js"
 import { buildSummary } from "../scoring/summary.js"
 import { CliFailure, configOption, runDirOption, settingsFrom, withRunDir } from "./options.js"
@@ -75,7 +76,7 @@ export const reportCommand = Command.make(
       yield* bindResultsAndSay({ runDir: exp.run_dir, command: "report", files: [files.markdown, files.json, files.html], logs: [], audit: settings.audit }).pipe(
         Effect.mapError((e) => fail(`results not bound: ${e.message}`))
       )
-      const gaps = reportGaps(exp, summary)
+      const gaps = reportGaps(exp, summary, (bench, model, v) => missingShardAuditFiles(exp, bench, model, v))
       yield* settleFailures(gapCount(gaps), gapsLine(gaps, files.markdown), allowErrors)
     })
 ).pipe(Command.withDescription("write report.md, summary.json and report.html for an experiment"))

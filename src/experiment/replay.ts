@@ -30,7 +30,7 @@ import type { Judge, JudgeConfigError, JudgeContext } from "../../judges/Judge.j
 import { Judges } from "../../judges/Judges.js"
 import type { JudgeKindPlugin } from "../../judges/registry.js"
 import { openAppender } from "../run-layout/store.js"
-import { auditFilesFor, baselineVariant, type Bench, replayFile } from "../run-layout/paths.js"
+import { auditFilesFor, baselineVariant, type Bench, missingShardAuditFiles, replayFile } from "../run-layout/paths.js"
 import type { Experiment } from "../config/experiment.js"
 import type { Settings as SettingsShape } from "../config/settings.js"
 import { AUDIT_SCHEMA, type AuditRecord, type CallEntry, type CallRecord, GENESIS_HASH } from "../domain/audit-record.js"
@@ -227,6 +227,12 @@ export const replayBench = (
       const progress = yield* Progress
       const baseline = baselineVariant(exp)
       if (baseline === undefined) return null
+      const lost = missingShardAuditFiles(exp, bench, model, baseline)
+      if (lost.length > 0) {
+        return yield* new ReplayError({
+          message: `${bench} ${model} / ${baseline.name}: shards.json lists audit file${lost.length > 1 ? "s" : ""} that ${lost.length > 1 ? "are" : "is"} not there (${lost.join(", ")}): their calls would be missing from the replay; restore ${lost.length > 1 ? "them" : "it"}, or re-run those shards and merge again`
+        })
+      }
       const sources = auditFilesFor(auditDir, exp, bench, model, baseline)
       if (sources.length === 0) return null
       const unknown = judges.filter((j) => !gate.judges.includes(j))

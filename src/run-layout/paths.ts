@@ -75,27 +75,36 @@ export const baselineVariant = <V extends { readonly arm: Arm }>(exp: { readonly
 export const auditFileFor = (auditDir: string, exp: RunNameOf, bench: RunBench, model: string, v: VariantOf): string =>
   path.join(auditDir, auditFileName(runIdFor(exp, bench, model, v)))
 
-/**
- * The audit files that hold a model × variant × bench's calls, those that exist: for an
- * Agent-SafetyBench or AgentDojo run merged from shards (a `shards.json` beside its results), every shard's
- * audit file that merge listed, in shard order; otherwise the unsharded run id's file. [] when
- * there is none. An unreadable `shards.json` counts as absent.
- */
-export const auditFilesFor = (auditDir: string, exp: RunNameOf & RunDirOf, bench: RunBench, model: string, v: VariantOf): ReadonlyArray<string> => {
+/** The audit files a merged run's `shards.json` lists (present or not), in shard order; null when the run has no readable `shards.json`. */
+const listedShardAuditFiles = (exp: RunDirOf, bench: RunBench, model: string, v: VariantOf): ReadonlyArray<string> | null => {
   const index = bench === "asbench"
     ? path.join(asbenchRunDir(exp, model, v), SHARDS_JSON)
     : bench === "agentdojo"
     ? path.join(agentdojoRunDir(exp, model, v), SHARDS_JSON)
     : null
-  if (index !== null && fs.existsSync(index)) {
-    const shards = shardsListed(index)
-    if (shards !== null) {
-      return shards.flatMap((s) => (isObject(s) && typeof s.audit_file === "string" && fs.existsSync(s.audit_file) ? [s.audit_file] : []))
-    }
-  }
+  if (index === null || !fs.existsSync(index)) return null
+  const shards = shardsListed(index)
+  return shards === null ? null : shards.flatMap((s) => (isObject(s) && typeof s.audit_file === "string" ? [s.audit_file] : []))
+}
+
+/**
+ * The audit files that hold a model × variant × bench's calls, those that exist: for an
+ * Agent-SafetyBench or AgentDojo run merged from shards (a `shards.json` beside its results), every shard's
+ * audit file that merge listed, in shard order; otherwise the unsharded run id's file. [] when
+ * there is none. An unreadable `shards.json` counts as absent. A listed file that is not there is
+ * left out here and named by {@link missingShardAuditFiles}, which readers check so that the calls
+ * of a lost shard log are never silently missing from a figure.
+ */
+export const auditFilesFor = (auditDir: string, exp: RunNameOf & RunDirOf, bench: RunBench, model: string, v: VariantOf): ReadonlyArray<string> => {
+  const listed = listedShardAuditFiles(exp, bench, model, v)
+  if (listed !== null) return listed.filter((f) => fs.existsSync(f))
   const file = auditFileFor(auditDir, exp, bench, model, v)
   return fs.existsSync(file) ? [file] : []
 }
+
+/** The audit files a merged run's `shards.json` lists that are not on disk (deleted, moved, never copied back from a node). */
+export const missingShardAuditFiles = (exp: RunDirOf, bench: RunBench, model: string, v: VariantOf): ReadonlyArray<string> =>
+  (listedShardAuditFiles(exp, bench, model, v) ?? []).filter((f) => !fs.existsSync(f))
 
 /** The `shards` list of a `shards.json` (merge writes it with JSON.stringify), or null when unreadable. */
 const shardsListed = (index: string): ReadonlyArray<unknown> | null => {

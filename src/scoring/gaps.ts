@@ -1,8 +1,9 @@
 /**
  * What a report is missing, for `vetobench report`'s exit code: the runs an experiment calls for
  * that have no results (Agent-SafetyBench per model × variant, ASB per model × attack × variant,
- * AgentDojo per model × variant and reference defense, each when that benchmark is enabled), and the Agent-SafetyBench runs with cases that have no
- * valid ShieldAgent label. Cases in error are not counted here (`vetobench run` reports them).
+ * AgentDojo per model × variant and reference defense, each when that benchmark is enabled), the
+ * shard audit files a merged run lists that are not there, and the Agent-SafetyBench runs with cases
+ * that have no valid ShieldAgent label. Cases in error are not counted here (`vetobench run` reports them).
  */
 import { attackTag } from "../run-layout/paths.js"
 import { defenseVariants } from "../config/agentdojo.js"
@@ -26,9 +27,22 @@ export interface ReportGaps {
   readonly unscored: ReadonlyArray<UnscoredRun>
 }
 
-export const reportGaps = (exp: Experiment, summary: Summary): ReportGaps => {
+/**
+ * The runs the experiment calls for that the summary lacks or could not score. `lostAuditFiles`
+ * names, per run, the shard audit files its `shards.json` lists that are not there
+ * (run-layout `missingShardAuditFiles`): such a run's live figures lack those shards' calls, so each
+ * lost file is a gap too.
+ */
+export const reportGaps = (
+  exp: Experiment,
+  summary: Summary,
+  lostAuditFiles: (bench: "asbench" | "agentdojo", model: string, v: Experiment["variants"][number]) => ReadonlyArray<string> = () => []
+): ReportGaps => {
   let expected = 0
   const missing: Array<string> = []
+  const lost = (bench: "asbench" | "agentdojo", label: string, model: string, v: Experiment["variants"][number]) => {
+    for (const f of lostAuditFiles(bench, model, v)) missing.push(`${label} ${model} / ${v.name}: shard audit file ${f}`)
+  }
   const unscored: Array<UnscoredRun> = []
   for (const model of exp.models) {
     if (exp.agent_safetybench.enabled) {
@@ -36,6 +50,7 @@ export const reportGaps = (exp: Experiment, summary: Summary): ReportGaps => {
         expected += 1
         const row = summary.asbench[model]?.[v.name]
         const run = `Agent-SafetyBench ${model} / ${v.name}`
+        lost("asbench", "Agent-SafetyBench", model, v)
         if (row === undefined) {
           missing.push(run)
           continue
@@ -47,6 +62,7 @@ export const reportGaps = (exp: Experiment, summary: Summary): ReportGaps => {
     if (exp.agentdojo?.enabled === true) {
       for (const v of [...exp.variants, ...defenseVariants(exp.agentdojo)]) {
         expected += 1
+        lost("agentdojo", "AgentDojo", model, v)
         if (summary.agentdojo[model]?.[v.name] === undefined) missing.push(`AgentDojo ${model} / ${v.name}`)
       }
     }

@@ -33,7 +33,7 @@ import * as path from "node:path"
 import { GEN_RES_JSON, SHIELD_JSONL } from "../run-layout/files.js"
 import { type AgentTasks, readTasks, TASKS_FILE } from "../adapters/asb/data.js"
 import { type AuditCall, joinAudit, sortByEpisode, tasksByAgent } from "../adapters/asb/episodes.js"
-import { asbenchRunDir, asbRunDir, attackTag, type Bench, auditFilesFor, baselineVariant, replayFile } from "../run-layout/paths.js"
+import { asbenchRunDir, asbRunDir, attackTag, type Bench, auditFilesFor, baselineVariant, missingShardAuditFiles, replayFile } from "../run-layout/paths.js"
 import { type Experiment, type Variant } from "../config/experiment.js"
 import type { Settings } from "../config/settings.js"
 import type { CallRecord } from "../domain/audit-record.js"
@@ -207,6 +207,8 @@ export const buildSummary = (exp: Experiment, settings: Settings, opts: SummaryO
         const k = key(bench, model, v.name)
         if (logged.has(k)) return logged.get(k)!
         const files = auditFilesFor(auditDir, exp, bench, model, v)
+        const lost = missingShardAuditFiles(exp, bench, model, v)
+        if (lost.length > 0) notes.push(`${bench} ${model} / ${v.name}: shards.json lists audit files that are not there (${lost.join(", ")}): the live figures lack those shards' calls`)
         let out: Logged | null = null
         if (files.length > 0) {
           const all = yield* attempt(readCallRecordsOf(files), `audit file${files.length > 1 ? "s" : ""} ${files.join(", ")}`)

@@ -21,7 +21,8 @@ import { type Experiment, loadExperiment, type Variant } from "../../src/config/
 import { Settings } from "../../src/config/service.js"
 import { mergeAsbench } from "../../src/experiment/merge.js"
 import { Progress } from "../../src/run-layout/progress.js"
-import { auditFilesFor } from "../../src/run-layout/paths.js"
+import { auditFilesFor, missingShardAuditFiles } from "../../src/run-layout/paths.js"
+import { reportGaps } from "../../src/scoring/gaps.js"
 import { replayBench, replayGateLayer } from "../../src/experiment/replay.js"
 import { allShards } from "../../src/run-layout/shard.js"
 import { buildSummary, type Summary } from "../../src/scoring/summary.js"
@@ -65,7 +66,7 @@ const pipeline = (h: HarnessShape, exp: Experiment, sharded: boolean) =>
       Effect.provide(replayGateLayer(h.settings, defaultPlugins))
     )
     const summary = yield* buildSummary(exp, h.settings, { iterations: 200 })
-    return { replay, summary, sources: auditFilesFor(h.settings.proxy.audit_dir, exp, "asbench", MODEL, baseline) }
+    return { replay, summary, runDir: exp.run_dir, sources: auditFilesFor(h.settings.proxy.audit_dir, exp, "asbench", MODEL, baseline) }
   }).pipe(Effect.provide(Layer.mergeAll(Progress.Test([]), Upstreams.layer).pipe(Layer.provideMerge(Settings.layerValue(h.settings)))), Effect.orDie)
 
 const liveOf = (s: Summary) => s.live[MODEL]!.asbench["enforce-allow-all"]!
@@ -105,5 +106,23 @@ layer(Layer.mergeAll(harness, bridge), { excludeTestServices: true, timeout: 120
         expect(qb.latency.n_calls).toBe(qa.latency.n_calls)
       }
       expect(parts.summary.notes.filter((n) => /judge quality|audit/.test(n))).toEqual([])
+
+      // a shard's audit file lost after the merge: never a silently smaller figure
+      const lostFile = parts.sources[1]!
+      fs.renameSync(lostFile, `${lostFile}.moved`)
+      const exp = yield* loadExperiment(path.join(path.dirname(parts.runDir), "exp.yaml"), h.settings).pipe(Effect.orDie)
+      const replayed = yield* replayBench(exp, h.settings.proxy.audit_dir, "asbench", MODEL, ["allow-all"]).pipe(
+        Effect.provide(Layer.mergeAll(replayGateLayer(h.settings, defaultPlugins), Progress.Test([]))),
+        Effect.flip
+      )
+      expect(replayed.message).toContain(lostFile)
+      expect(replayed.message).toContain("re-run those shards and merge again")
+      const summary = yield* buildSummary(exp, h.settings, { iterations: 50 }).pipe(
+        Effect.provide(Layer.mergeAll(Progress.Test([]), Upstreams.layer).pipe(Layer.provideMerge(Settings.layerValue(h.settings)))),
+        Effect.orDie
+      )
+      expect(summary.notes.some((n) => n.includes(lostFile) && n.includes("lack those shards' calls"))).toBe(true)
+      const gaps = reportGaps(exp, summary, (bench, model, v) => missingShardAuditFiles(exp, bench, model, v))
+      expect(gaps.missing).toContain(`Agent-SafetyBench ${MODEL} / baseline: shard audit file ${lostFile}`)
     }), 300_000)
 })
