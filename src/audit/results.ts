@@ -23,10 +23,10 @@ import { sha256Hex } from "../domain/audit-chain.js"
 import type { AuditRecord, ManifestEntry } from "../domain/audit-record.js"
 import type { CheckpointKey } from "../domain/checkpoint.js"
 import { signerFromPem } from "../domain/checkpoint.js"
-import { isObject } from "../domain/is-object.js"
 import { edgeRoot, MerkleEdgeBuilder, MerkleTree } from "../domain/merkle.js"
 import { verifyChain } from "../domain/chain-verify.js"
 import { type FileReport, verifyFile } from "./verify-files.js"
+import { type ManifestRecord, manifestRecordsIn } from "./manifest-records.js"
 
 /** the results log's run id: its file is `<run_dir>/results.jsonl` */
 export const RESULTS_RUN = "results"
@@ -203,33 +203,10 @@ export interface ResultsReport {
   readonly status: "ok" | "partial" | "failed"
 }
 
-interface BoundEntry {
-  readonly seq: number
-  readonly command: string | null
-  readonly files: ReadonlyArray<{ readonly path: string; readonly sha256: string }>
-  readonly logs: ReadonlyArray<{ readonly path: string; readonly records: number; readonly root: string }>
-}
+type BoundEntry = ManifestRecord
 
 /** The manifest records of the results log's text, in order (the chain check says whether to trust them). */
-const manifestsIn = (text: string): Array<BoundEntry> => {
-  const out: Array<BoundEntry> = []
-  for (const line of text.split("\n")) {
-    if (!line.includes('"manifest"')) continue
-    let r: unknown
-    try {
-      r = JSON.parse(line)
-    } catch {
-      continue
-    }
-    if (!isObject(r) || r.type !== "manifest" || typeof r.seq !== "number" || !Array.isArray(r.files)) continue
-    const files = r.files.filter((f): f is { path: string; sha256: string } => isObject(f) && typeof f.path === "string" && typeof f.sha256 === "string")
-    const logs = Array.isArray(r.logs)
-      ? r.logs.filter((l): l is { path: string; records: number; root: string } => isObject(l) && typeof l.path === "string" && typeof l.records === "number" && typeof l.root === "string")
-      : []
-    out.push({ seq: r.seq, command: typeof r.command === "string" ? r.command : null, files, logs })
-  }
-  return out
-}
+const manifestsIn = (text: string): Array<BoundEntry> => manifestRecordsIn(text)
 
 const short = (h: string) => `${h.slice(0, 16)}…`
 

@@ -12,6 +12,7 @@ import { AUDIT_SCHEMA } from "../domain/audit-record.js"
 import { type SinceCheckpoint, verifyAuditChecked, type FileVerification, type WriterLock } from "../domain/audit-verify.js"
 import { type CheckpointKey, publicKeyFromPem } from "../domain/checkpoint.js"
 import { isObject } from "../domain/is-object.js"
+import { manifestRecordsIn } from "./manifest-records.js"
 
 export class AuditInputError extends Data.TaggedError("AuditInputError")<{ readonly file: string; readonly reason: string }> {
   override get message() {
@@ -61,25 +62,9 @@ export interface FileReport extends FileVerification {
   readonly manifests: ReadonlyArray<ManifestFound>
 }
 
-const MANIFEST = Buffer.from('"manifest"')
-
-/** The manifest records among `bytes`' lines (only the lines that mention one are parsed). */
-export const manifestsOf = (bytes: Buffer): Array<ManifestFound> => {
-  const found: Array<ManifestFound> = []
-  let lineEnd = -1
-  for (let hit = bytes.indexOf(MANIFEST); hit >= 0; hit = bytes.indexOf(MANIFEST, Math.max(hit + 1, lineEnd + 1))) {
-    const start = bytes.lastIndexOf(10, hit) + 1
-    lineEnd = bytes.indexOf(10, hit)
-    if (lineEnd < 0) break // a torn last line is no record
-    try {
-      const r: unknown = JSON.parse(bytes.toString("utf8", start, lineEnd))
-      if (isObject(r) && r.type === "manifest" && typeof r.seq === "number" && Array.isArray(r.files)) found.push({ seq: r.seq, files: r.files.length })
-    } catch {
-      // not JSON: the chain check says so
-    }
-  }
-  return found
-}
+/** The manifest records among `bytes`' complete lines (src/audit/manifest-records.ts). */
+export const manifestsOf = (bytes: Buffer): Array<ManifestFound> =>
+  manifestRecordsIn(bytes, { completeLinesOnly: true }).map((r) => ({ seq: r.seq, files: r.listed }))
 
 /** `<file>.lock`: where the file's one writer keeps its pid while it holds the file (layers/AuditSink.ts). */
 export const lockFileFor = (file: string): string => `${file}.lock`
