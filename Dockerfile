@@ -46,11 +46,13 @@ RUN apt-get update \
  && useradd --uid 10001 --gid 0 --home-dir /home/vetobench --create-home --shell /bin/sh vetobench \
  && chmod -R g=u /home/vetobench
 # dist/cli.mjs starts dist/chain-worker.mjs beside it and reads, relative to itself (import.meta.url),
-# ../src/adapters/agent-safetybench/bridge.py, ../src/adapters/asb/launch.py and ../examples/
+# ../src/adapters/agent-safetybench/bridge.py, ../src/adapters/asb/launch.py,
+# ../src/adapters/agentdojo/launch.py (it runs in an AgentDojo venv the user provides) and ../examples/
 # (`vetobench demo`). Judge prompts are embedded in the bundle.
 COPY --from=build /src/dist/cli.mjs /src/dist/chain-worker.mjs /opt/vetobench/dist/
 COPY --from=build /src/src/adapters/agent-safetybench/bridge.py /opt/vetobench/src/adapters/agent-safetybench/bridge.py
 COPY --from=build /src/src/adapters/asb/launch.py /opt/vetobench/src/adapters/asb/launch.py
+COPY --from=build /src/src/adapters/agentdojo/launch.py /opt/vetobench/src/adapters/agentdojo/launch.py
 COPY examples /opt/vetobench/examples
 COPY --from=asbench /opt/agent-safetybench /opt/agent-safetybench
 # `vetobench` on PATH (Node follows the link, so import.meta.url is the real /opt/vetobench/dist/cli.mjs).

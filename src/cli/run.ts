@@ -1,5 +1,5 @@
 /**
- * `vetobench run -e FILE [-c FILE] [--model M…] [--variant V…] [--bench asbench|asb…]` — run an
+ * `vetobench run -e FILE [-c FILE] [--model M…] [--variant V…] [--bench asbench|asb|agentdojo…]` — run an
  * experiment's benchmarks through veto-proxy (reference §7.4).
  *
  * For each selected model (experiment order) × variant (experiment order):
@@ -13,8 +13,11 @@
  *   stand-in — blocked episodes, audit records joined per episode).
  * After a model's variants, for each ASB attack, the paired Δ of every other variant against
  * `baseline` (ΔASR; Δ task success for `clean`, the over-blocking measure).
+ * - AgentDojo (when the experiment has an enabled `agentdojo` section), after the others: every
+ *   model × variant plus the `defense-<name>` variants (`run-agentdojo.ts`), episodes into
+ *   `<run_dir>/agentdojo/<slug(model)>/<variant>/` through `launch.py` in `agentdojo.python`.
  *
- * `--shard I/N` (0-based I): Agent-SafetyBench only, the cases whose id hashes to shard I of N
+ * `--shard I/N` (0-based I): Agent-SafetyBench and AgentDojo, the cases (episodes) whose id hashes to shard I of N
  * (experiment/shard.ts), into `<run_dir>/shards/<I>-of-<N>/` under run id
  * `<runId>.shard-<I>-of-<N>`; `vetobench merge` combines the N shards. A bad value is a usage
  * error (exit 2). ASB is not sharded: with `--shard` it is skipped (named explicitly: exit 1).
@@ -282,9 +285,9 @@ export const runCommand = Command.make(
       const shard = Option.getOrUndefined(shardOpt)
       let doAsb = benches.includes("asb")
       if (doAsb && shard !== undefined && sel.exp.asb.enabled && sel.exp.asb.attacks.length > 0) {
-        if (explicit) return yield* fail(`--shard applies to Agent-SafetyBench and AgentDojo only (drop --bench asb)`)
+        if (explicit) return yield* fail(`--shard applies to Agent-SafetyBench only (drop --bench asb)`)
         doAsb = false
-        yield* Console.log(`== ASB: not sharded (--shard applies to Agent-SafetyBench and AgentDojo only)`)
+        yield* Console.log(`== ASB: not sharded (--shard applies to Agent-SafetyBench only)`)
       }
       if (doAsb && (!sel.exp.asb.enabled || sel.exp.asb.attacks.length === 0)) {
         doAsb = false

@@ -30,6 +30,18 @@ import { jsonLine, readJsonFile, writeFileAtomic } from "../run-layout/store.js"
 import { cliCommand } from "../shell/hint.js"
 import { MergeError, verifyShardAudit } from "./merge.js"
 
+export interface AgentdojoMergedShard {
+  readonly shard: string
+  readonly run_id: string
+  /** the shard's `agentdojo/<model>/<variant>` directory */
+  readonly dir: string
+  readonly episodes: number
+  /** null: a shard without episodes, which never called the proxy */
+  readonly audit_file: string | null
+  readonly audit_status: "ok" | "partial" | null
+  readonly audit_records: number
+}
+
 export interface AgentdojoMergeSummary {
   readonly route: string
   readonly dir: string
@@ -37,7 +49,7 @@ export interface AgentdojoMergeSummary {
   readonly episodes: number
   /** rows with an error (an episode to re-run in its shard) */
   readonly errors: number
-  readonly shards: ReadonlyArray<{ readonly shard: string; readonly episodes: number; readonly audit_file: string | null }>
+  readonly shards: ReadonlyArray<AgentdojoMergedShard>
 }
 
 const storeError = (e: { readonly message: string }) => new MergeError({ message: e.message })
@@ -59,7 +71,7 @@ export const mergeAgentdojo = (
       return yield* new MergeError({ message: `${dir} holds an unsharded run (results.jsonl without ${SHARDS_JSON}); merge would overwrite it` })
     }
     const merged = new Map<string, Record<string, unknown>>()
-    const parts: Array<Record<string, unknown>> = []
+    const parts: Array<AgentdojoMergedShard> = []
     for (const shard of allShards(count)) {
       const name = shardName(shard)
       const sdir = agentdojoRunDir(shardExperiment(exp, shard), model, variant)
@@ -110,6 +122,6 @@ export const mergeAgentdojo = (
       results,
       episodes: ids.length,
       errors: ids.filter((id) => merged.get(id)!.error !== null).length,
-      shards: parts.map((p) => ({ shard: String(p.shard), episodes: Number(p.episodes), audit_file: (p.audit_file as string | null) }))
+      shards: parts
     } satisfies AgentdojoMergeSummary
   })

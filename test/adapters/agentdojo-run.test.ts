@@ -164,6 +164,32 @@ describe.skipIf(py.skip !== null)("AgentDojo through veto-proxy (oracle agent)",
         }
       }))
 
+    it.effect("a launcher that fails, or ends without a row for an episode, fails the run with its log path", () =>
+      Effect.gen(function*() {
+        const h = yield* Harness
+        const exp = yield* experiment(h, "ad-fail")
+        const base = variant(exp, "baseline")
+        const dir = agentdojoRunDir(exp, MODEL, base)
+        const stand = path.join(h.settings.root, "stand-in-launch.py")
+        const planned = { benchmark_version: "v1.2.2", episodes: [{ episode: "agentdojo:banking:user_task_0:none:none", suite: "banking", user_task: "user_task_0", injection_task: null, attack: null }] }
+        const script = (exit: number) =>
+          fs.writeFileSync(stand, [
+            "import json, sys",
+            `if sys.argv[1] == "plan": print(${JSON.stringify(JSON.stringify(planned))})`,
+            `else: print("stand-in launcher gives up", file=sys.stderr); sys.exit(${exit})`
+          ].join("\n"))
+        script(3)
+        const failed = yield* Effect.flip(run(h, exp, base, { launcher: stand }))
+        expect(failed.message).toBe(`agentdojo: the launcher for ${MODEL}@baseline failed (exit 3); see ${path.join(dir, "launch.log")}`)
+        expect(fs.readFileSync(path.join(dir, "launch.log"), "utf8")).toContain("stand-in launcher gives up")
+        script(0)
+        const silent = yield* Effect.flip(run(h, exp, base, { launcher: stand }))
+        expect(silent.message).toBe(`agentdojo: 1 of 1 episodes of ${MODEL}@baseline have no row (first: agentdojo:banking:user_task_0:none:none); see ${path.join(dir, "launch.log")}`)
+        // no AgentDojo venv: one line naming the key and the setup script
+        const noVenv = yield* Effect.flip(run(h, { ...exp, agentdojo: { ...exp.agentdojo!, python: path.join(h.settings.root, "nope", "python") } }, base))
+        expect(noVenv.message).toMatch(/^AgentDojo's Python not found: .*nope\/python \(agentdojo\.python in .*exp\.yaml\)\. Create it with: bash scripts\/setup_agentdojo_env\.sh$/)
+      }))
+
     it.effect("a killed run resumes without losing or duplicating episodes; sharded runs merge to the unsharded rows", () =>
       Effect.gen(function*() {
         const h = yield* Harness

@@ -173,7 +173,7 @@ describe("decodeExperiment: errors name the file and key path", () => {
 
   it("rejects unknown keys at every level", () => {
     expect(msg(minimal({ modles: ["x"] }))).toBe(
-      `${FILE}: modles: unknown key; did you mean 'models'? (allowed: name, run_dir, proxy_url, models, judges, arms, agent_safetybench, asb)`
+      `${FILE}: modles: unknown key; did you mean 'models'? (allowed: name, run_dir, proxy_url, models, judges, arms, agent_safetybench, asb, agentdojo)`
     )
     expect(msg(minimal({ agent_safetybench: { worker: 3 } }))).toMatch(/^exp\.yaml: agent_safetybench\.worker: unknown key; did you mean 'workers'\? \(allowed: enabled, split,/)
     expect(msg(minimal({ asb: { shard: 3 } }))).toMatch(/^exp\.yaml: asb\.shard: unknown key/)

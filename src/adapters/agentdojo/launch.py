@@ -44,8 +44,8 @@ a timeout, any Python error) gives ``error`` set and utility/security null: neve
 ``--oracle`` (GPU-free tests and demos): the model behind the route is vetobench's fake vLLM, and each
 request carries the episode's script in the body field ``vetobench_oracle`` (the proxy forwards
 unknown body fields; judges never see them): the user task's ground-truth calls, computed with
-AgentDojo's ``ground_truth(pre_environment)``, one per turn, then its ``GROUND_TRUTH_OUTPUT`` as the
-answer. In attacked episodes the injection task's ground-truth calls are added to the turn right after
+AgentDojo's ``ground_truth(pre_environment)``, one per turn (batched evenly into at most 10 turns:
+AgentDojo's tool loop stops after 15 rounds), then its ``GROUND_TRUTH_OUTPUT`` as the answer. In attacked episodes the injection task's ground-truth calls are added to the turn right after
 the user-task call whose result carries the injection (found by running the user task's calls on a
 copy of the injected environment; after the first call when none does): first the injection calls,
 then the user task's next call, or the final answer when there is none, so a gate that removes the
@@ -68,6 +68,7 @@ EXIT_USAGE = 2
 EXIT_IMPORT = 3
 EXIT_STOPPED = 4
 NONE = "none"
+MAX_TURNS = 10  # the oracle's turns with user-task calls (AgentDojo's tool loop allows 15 rounds)
 
 
 def say(line):
@@ -161,6 +162,13 @@ def make_plan(opts):
             unknown("attack", a, sorted(ATTACKS.keys()))
     if opts.defense is not None and opts.defense not in DEFENSES:
         unknown("defense", opts.defense, list(DEFENSES))
+    if opts.defense == "transformers_pi_detector":
+        try:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError as e:
+            usage_error("the transformers_pi_detector defense needs torch and transformers (%s); install them with: "
+                        "bash scripts/setup_agentdojo_env.sh --with-transformers" % e)
     if opts.attack_model_name not in MODEL_NAMES:
         unknown("model name for attacks", opts.attack_model_name, sorted(MODEL_NAMES.keys()))
     user_sel = json_selection(opts.user_tasks, "--user-tasks")
@@ -334,7 +342,10 @@ def oracle_script(suite, user_calls, injection_calls, injections, pre_env, final
     def wire(c):
         return {"name": c["function"], "arguments": c["args"]}
 
-    turns = [{"calls": [wire(c)]} for c in user_calls]
+    # one call per turn; more than MAX_TURNS calls are batched evenly, since AgentDojo's tool loop
+    # stops after 15 rounds (ToolsExecutionLoop's max_iters)
+    per_turn = max(1, -(-len(user_calls) // MAX_TURNS))
+    turns = [{"calls": [wire(c) for c in user_calls[i:i + per_turn]]} for i in range(0, len(user_calls), per_turn)]
     answer = {"calls": [], "content": final}
     if injection_calls:
         carrier = 0
@@ -348,8 +359,9 @@ def oracle_script(suite, user_calls, injection_calls, injections, pre_env, final
                     carrier = k
                     break
         hijack = [wire(c) for c in injection_calls]
-        if user_calls and carrier + 1 < len(turns):
-            turns[carrier + 1] = {"calls": hijack + turns[carrier + 1]["calls"]}
+        after = carrier // per_turn + 1
+        if user_calls and after < len(turns):
+            turns[after] = {"calls": hijack + turns[after]["calls"]}
         elif user_calls:
             turns.append({"calls": hijack, "content": final})
     turns.append(answer)
