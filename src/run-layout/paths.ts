@@ -109,6 +109,8 @@ export const missingShardAuditFiles = (exp: RunDirOf, bench: RunBench, model: st
 /** The `shards` list of a `shards.json` (merge writes it with JSON.stringify), or null when unreadable. */
 const shardsListed = (index: string): ReadonlyArray<unknown> | null => {
   try {
+    // a FIFO or device there would block the reader (the view serves from one thread): regular files only
+    if (!fs.statSync(index).isFile()) return null
     const v: unknown = JSON.parse(fs.readFileSync(index, "utf8"))
     return isObject(v) && Array.isArray(v.shards) ? v.shards : null
   } catch {

@@ -6,12 +6,13 @@
  * expired), each confirmed by its approval record when the audit log is under the runs directory
  * (logs followed as they grow: `AuditTails`).
  */
-import { Data, Effect, Redacted } from "effect"
+import { Data, Effect, Either, Redacted, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { PendingHold } from "../gate/Holds.js"
 import { isObject } from "../domain/is-object.js"
 import { redactUrl } from "../domain/redact-url.js"
+import { Verdict } from "../domain/verdict.js"
 import { auditFileName, isRunId } from "../domain/run-id.js"
 import { callRecordOf } from "../scoring/files.js"
 import type { CallRecord } from "../domain/audit-record.js"
@@ -113,10 +114,13 @@ const call = (target: ProxyTarget, method: "GET" | "POST", suffix: string, body?
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null)
 
-/** A pending hold as the proxy lists it, read field by field (a hold without a valid id is left out). */
+const decodeVerdict = Schema.decodeUnknownEither(Verdict)
+
+/** A pending hold as the proxy lists it, read field by field (a hold without a valid id is left out; a verdict not of the audit schema is none). */
 export const holdOf = (v: unknown): PendingHold | null => {
   if (!isObject(v) || typeof v.id !== "string" || !HOLD_ID.test(v.id) || !isObject(v.tool) || typeof v.tool.name !== "string") return null
-  const verdict = isObject(v.verdict) && typeof v.verdict.judge === "string" ? (v.verdict as unknown as PendingHold["verdict"]) : null
+  const decoded = decodeVerdict(v.verdict)
+  const verdict = Either.isRight(decoded) ? decoded.right : null
   return {
     id: v.id,
     seq: typeof v.seq === "number" ? v.seq : 0,
@@ -221,14 +225,16 @@ const key = (episode: string, session: string | null) => `${session ?? ""}\u0000
 
 /**
  * Audit logs followed as they grow: each poll reads only the lines appended since the last one
- * (from the start again when the file got shorter), keeping the offsets of call lines per episode
+ * (from the start again when the file got shorter; polls that come together take turns), keeping the offsets of call lines per episode
  * and the approval records by the call they decide.
  */
 export class AuditTails {
   private readonly tails = new Map<string, Tail>()
+  /** one update at a time: two polls reading the same appended lines would take each call twice */
+  private readonly lock = Effect.unsafeMakeSemaphore(1)
 
   private update(file: string): Effect.Effect<Tail, ViewReadError> {
-    return Effect.suspend(() => {
+    return this.lock.withPermits(1)(Effect.suspend(() => {
       let size = 0
       try {
         size = fs.statSync(file).size
@@ -264,7 +270,7 @@ export class AuditTails {
           return tail
         }
       )
-    })
+    }))
   }
 
   /** Every call record of one episode (and session) in `file`, in log order. */

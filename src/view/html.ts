@@ -45,3 +45,6 @@ export const href = (pathname: string, query: Readonly<Record<string, string | n
   const parts = Object.entries(query).flatMap(([k, v]) => (v === null || v === undefined ? [] : [`${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`]))
   return parts.length === 0 ? pathname : `${pathname}?${parts.join("&")}`
 }
+
+/** A tool call's arguments (or any JSON value) as text: a string as it is, anything else as JSON; nothing for `undefined`. */
+export const jsonText = (a: unknown): string => (typeof a === "string" ? a : JSON.stringify(a, null, 1) ?? "")

@@ -56,8 +56,12 @@ export const CSP = [
   "base-uri 'none'"
 ].join("; ")
 
-/** The policy of a served report.html (its own inline styles and SVG; no scripts). */
-export const REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+/**
+ * The policy of a served report.html (its own inline styles and SVG; no scripts), sandboxed: the
+ * report runs in an origin of its own, so even markup that slipped into it could not read the
+ * view's pages (the holds page's form token) or post to it.
+ */
+export const REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'; sandbox"
 
 /** `/view.js`: enhancement only; every page works without it. */
 export const SCRIPT = `"use strict";

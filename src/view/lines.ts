@@ -5,6 +5,7 @@
  */
 import { Data, Effect } from "effect"
 import * as fs from "node:fs"
+import { isObject } from "../domain/is-object.js"
 
 export class ViewReadError extends Data.TaggedError("ViewReadError")<{ readonly file: string; readonly reason: string }> {
   override get message(): string {
@@ -30,15 +31,27 @@ export interface ReadFrom {
   readonly unterminated?: boolean
 }
 
+/** What is at `file` (symlinks followed): a regular file, nothing, or something else. */
+export const fileKind = (file: string): "file" | "absent" | "other" => {
+  try {
+    return fs.statSync(file).isFile() ? "file" : "other"
+  } catch (e) {
+    return isObject(e) && e.code === "ENOENT" ? "absent" : "other"
+  }
+}
+
 /**
  * Calls `each` for every non-blank line of `file` from `from`, in order, streaming it; nothing
- * when the file is absent. Resolves to the offset after the last line handed on (where a later
+ * when the file is absent, a `ViewReadError` when it is not a regular file. Resolves to the offset after the last line handed on (where a later
  * read of an appended file continues).
  */
 export const forEachLine = (file: string, each: (line: Line) => void, opts: ReadFrom = {}): Effect.Effect<number, ViewReadError> =>
   Effect.async<number, ViewReadError>((resume) => {
     const from = opts.from ?? 0
-    if (!fs.existsSync(file)) return resume(Effect.succeed(from))
+    const kind = fileKind(file)
+    if (kind === "absent") return resume(Effect.succeed(from))
+    // a folder, a FIFO or a device (a link to /dev/zero) would fail or never end
+    if (kind === "other") return resume(Effect.fail(new ViewReadError({ file, reason: "cannot read: not a regular file" })))
     const stream = fs.createReadStream(file, { highWaterMark: 1 << 20, start: from })
     let parts: Array<Buffer> = []
     let held = 0

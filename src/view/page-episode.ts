@@ -6,7 +6,7 @@
  */
 import type { Verdict } from "../domain/verdict.js"
 import type { EpisodeView, Message, Ruling } from "./episode.js"
-import { href, html, type Html } from "./html.js"
+import { href, html, type Html, jsonText as args } from "./html.js"
 
 export interface EpisodeTarget {
   readonly expId: string
@@ -38,14 +38,30 @@ const rulingOf = (r: Ruling): Html => {
 · gate ${ms(rec.gate_ms)}${layers}${approval}</div>`
 }
 
-const args = (a: unknown): string => (typeof a === "string" ? a : JSON.stringify(a, null, 1))
 
-const messageBlock = (m: Message, byId: ReadonlyMap<string, Ruling>): Html =>
+/**
+ * The ruling of each call the agent got, taken in log order: the first not yet shown with the
+ * call's id and tool name. Ids repeat across rounds (a backend that numbers each response's calls
+ * from `call_0`), so one id can name several calls; a blocked call never reached the agent, so it
+ * is never the ruling of a call in the trajectory.
+ */
+class RulingQueue {
+  private readonly left: Array<Ruling>
+  constructor(rulings: ReadonlyArray<Ruling>) {
+    this.left = rulings.filter((r) => !r.record.blocked && r.record.tool_call_id !== null)
+  }
+  take(id: string, name: string): Ruling | undefined {
+    const i = this.left.findIndex((r) => r.record.tool_call_id === id && r.record.tool.name === name)
+    return i === -1 ? undefined : this.left.splice(i, 1)[0]
+  }
+}
+
+const messageBlock = (m: Message, queue: RulingQueue): Html =>
   html`<div class="msg ${m.role}"><div class="role">${m.role}${m.name === null ? "" : html` · ${m.name}`}${m.toolCallId === null ? "" : html` <span class="muted small">(${m.toolCallId})</span>`}</div>
 ${m.content === "" ? "" : html`<pre>${m.content}</pre>`}
 ${
     m.calls.map((c) => {
-      const r = c.id === null ? undefined : byId.get(c.id)
+      const r = c.id === null ? undefined : queue.take(c.id, c.name)
       const ruling = r !== undefined ? rulingOf(r) : c.id === null ? "" : html`<div class="ruling muted">no ruling recorded for this call</div>`
       return html`<div class="call"><strong>${c.name}</strong> <span class="muted small">${c.id ?? ""}</span><pre>${c.arguments}</pre>${ruling}</div>`
     })
@@ -59,12 +75,12 @@ const rulingsTable = (rulings: ReadonlyArray<Ruling>): Html =>
   }</tbody></table>`
 
 const armColumn = (v: EpisodeView, title: string): Html => {
-  const byId = new Map(v.rulings.flatMap((r) => (r.record.tool_call_id === null ? [] : [[r.record.tool_call_id, r] as const])))
+  const queue = new RulingQueue(v.rulings)
   return html`<section class="arm" data-variant="${v.variant}">
 <h2>${title}: ${v.variant} ${v.outcome === null ? "" : html`<span class="tag ${v.outcome}">${v.outcome}</span>`}</h2>
 ${!v.found ? html`<p class="notice">this episode is not in this variant's files</p>` : ""}
 <h3>trajectory</h3>
-${v.messages === null ? html`<p class="muted small">the run files hold no trajectory for this bench; the calls below are from the audit log</p>` : v.messages.map((m) => messageBlock(m, byId))}
+${v.messages === null ? html`<p class="muted small">the run files hold no trajectory for this bench; the calls below are from the audit log</p>` : v.messages.map((m) => messageBlock(m, queue))}
 <h3>rulings (${v.rulings.length} call${v.rulings.length === 1 ? "" : "s"}, final attempt)</h3>
 ${v.rulings.length === 0 ? html`<p class="muted small">no call records</p>` : rulingsTable(v.rulings)}
 </section>`

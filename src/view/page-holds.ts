@@ -7,7 +7,7 @@
 import type { PendingHold } from "../gate/Holds.js"
 import type { CallRecord } from "../domain/audit-record.js"
 import type { DecidedHold } from "./holds.js"
-import { html, type Html } from "./html.js"
+import { html, type Html, jsonText as args } from "./html.js"
 
 export interface PendingView {
   readonly hold: PendingHold
@@ -22,7 +22,6 @@ export interface DecidedView {
   readonly recorded: { readonly approval: string; readonly approver: string | null } | null
 }
 
-const args = (a: unknown): string => (typeof a === "string" ? a : JSON.stringify(a, null, 1))
 
 const secondsLeft = (expires: string, now: Date): string => {
   const left = Math.round((Date.parse(expires) - now.getTime()) / 1000)

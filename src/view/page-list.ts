@@ -2,7 +2,6 @@
 import { Effect } from "effect"
 import type { ViewExperiment } from "./discover.js"
 import { href, html, type Html } from "./html.js"
-import type { ViewReadError } from "./lines.js"
 import { runIndex } from "./run-index.js"
 
 const reportLinks = (e: ViewExperiment): Html => {
@@ -14,14 +13,22 @@ const reportLinks = (e: ViewExperiment): Html => {
   return links.length === 0 ? html`<span class="muted">no report yet (vetobench report)</span>` : html`${links.map((l) => html`${l} `)}`
 }
 
-const experimentBlock = (e: ViewExperiment): Effect.Effect<Html, ViewReadError> =>
+const experimentBlock = (e: ViewExperiment): Effect.Effect<Html> =>
   Effect.gen(function*() {
     const groups = new Map<string, { bench: string; model: string; modelDir: string; cells: Array<Html> }>()
     for (const run of e.runs) {
       const key = `${run.bench}\u0000${run.modelDir}`
       const g = groups.get(key) ?? { bench: run.bench, model: run.model, modelDir: run.modelDir, cells: [] }
-      const index = yield* runIndex(e, run)
-      const episodes = run.bench === "asbench" ? index.cases.size : index.calls.size
+      const read = yield* Effect.either(runIndex(e, run))
+      if (read._tag === "Left") {
+        // one unreadable run (a file replaced by a folder, no permission) does not hide the others
+        g.cells.push(html`<tr><td>${run.variant}</td><td colspan="4" class="err">${read.left.message}</td></tr>`)
+        groups.set(key, g)
+        continue
+      }
+      const index = read.right
+      // ASB's episodes are those its audit log names; the others' the rows of their result file (with or without calls)
+      const episodes = run.bench === "asb" ? index.calls.size : index.cases.size
       const calls = [...index.calls.values()].reduce((n, l) => n + l.length, 0)
       const blocked = [...index.calls.values()].reduce((n, l) => n + l.filter((c) => c.blocked).length, 0)
       g.cells.push(
@@ -44,7 +51,7 @@ ${e.runs.length === 0 ? html`<p class="muted">no benchmark runs in this folder</
 </section>`
   })
 
-export const listPage = (experiments: ReadonlyArray<ViewExperiment>): Effect.Effect<Html, ViewReadError> =>
+export const listPage = (experiments: ReadonlyArray<ViewExperiment>): Effect.Effect<Html> =>
   Effect.gen(function*() {
     const blocks = yield* Effect.forEach(experiments, experimentBlock)
     return html`<h1>Experiments and runs</h1>

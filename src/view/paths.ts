@@ -3,7 +3,8 @@
  * never leave the runs directory: a relative path with `/` separators and no `.`/`..` segment, no
  * backslash, NUL or drive letter, resolved with symlinks followed and checked to be inside the
  * runs directory's own real path. Names of one folder (bench, model, variant, attack tag) are one
- * such segment.
+ * such segment: any name a folder can have (spaces, quotes, `%`) but no separator or control
+ * character; what a name spells is never decoded again, so `%2e%2e` is a folder named `%2e%2e`.
  */
 import { Data, Effect } from "effect"
 import * as fs from "node:fs"
@@ -16,11 +17,16 @@ export class ViewPathError extends Data.TaggedError("ViewPathError")<{ readonly 
   }
 }
 
-const SEGMENT = /^[A-Za-z0-9_.@:+=,-]{1,200}$/
+/** One folder name: no separator (`/`, `\\`), NUL or other control character; at most 200 characters. */
+const SEGMENT = /^[^/\\\u0000-\u001f\u007f]{1,200}$/
 
 /** Why `s` is not one safe folder name, or null. */
 export const segmentProblem = (s: string): string | null =>
-  s === "." || s === ".." ? "must not be . or .." : SEGMENT.test(s) ? null : "must be one name of letters, digits and _.@:+=,- (at most 200)"
+  s === "." || s === ".."
+    ? "must not be . or .."
+    : SEGMENT.test(s)
+    ? null
+    : "must be one folder name: 1 to 200 characters, no / or \\, no control characters"
 
 /** Why `rel` is not a safe relative path, or null. */
 export const relativeProblem = (rel: string): string | null => {

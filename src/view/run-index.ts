@@ -53,7 +53,7 @@ export interface CallRef {
 }
 
 export interface RunIndex {
-  /** Agent-SafetyBench cases by episode id (empty for other benches: their episodes come from the audit log) */
+  /** the episodes of the run's result file by id (Agent-SafetyBench, AgentDojo; empty for ASB, whose episodes come from the audit log) */
   readonly cases: ReadonlyMap<string, CaseEntry>
   readonly auditFiles: ReadonlyArray<string>
   /** each episode's call records of its final attempt, in log order (key: session + episode) */
@@ -184,22 +184,41 @@ const build = (exp: ViewExperiment, run: ViewRun, auditFiles: ReadonlyArray<stri
 export const runAuditFiles = (exp: ViewExperiment, run: ViewRun): ReadonlyArray<string> =>
   exp.auditDir === null ? [] : auditFilesFor(exp.auditDir, { name: exp.name, run_dir: exp.dir }, run.bench, run.modelDir, { name: run.variant })
 
-const cache = new Map<string, { readonly stamp: string; readonly index: RunIndex }>()
+/** A run's index as built (or being built) for one state of its files: every request for that state shares the one build. */
+const cache = new Map<string, { readonly stamp: string; readonly index: Effect.Effect<RunIndex, ViewReadError> }>()
 /** At most this many run indexes are kept (the least recently built go first). */
 const CACHE_RUNS = 64
+let builds = 0
 
-/** The run's index, rebuilt when one of its files changed since it was built. */
+/** How many run indexes this process has built (a diagnostic: concurrent requests share a build). */
+export const indexBuilds = (): number => builds
+
+/** The run's index, rebuilt when one of its files changed since it was built; requests that come while it is built wait for that build. */
 export const runIndex = (exp: ViewExperiment, run: ViewRun): Effect.Effect<RunIndex, ViewReadError> =>
   Effect.suspend(() => {
     const auditFiles = runAuditFiles(exp, run)
     const watched = [path.join(run.dir, GEN_RES_JSONL), path.join(run.dir, SHIELD_JSONL), path.join(run.dir, RESULTS_JSONL), ...run.tags.map((t) => path.join(run.dir, t, "attempts.jsonl")), ...auditFiles]
     const stamp = watched.map((f) => `${f}=${fileStamp(f) ?? "-"}`).join("|")
     const hit = cache.get(run.dir)
-    if (hit !== undefined && hit.stamp === stamp) return Effect.succeed(hit.index)
-    return Effect.tap(build(exp, run, auditFiles), (index) =>
-      Effect.sync(() => {
+    if (hit !== undefined && hit.stamp === stamp) return hit.index
+    return Effect.flatMap(
+      Effect.cached(Effect.suspend(() => {
+        builds++
+        return build(exp, run, auditFiles)
+      })),
+      (once) => {
+        const entry: { readonly stamp: string; readonly index: Effect.Effect<RunIndex, ViewReadError> } = {
+          stamp,
+          // a failed build is not kept: the next request tries again
+          index: Effect.tapError(once, (): Effect.Effect<void> =>
+            Effect.sync(() => {
+              if (cache.get(run.dir) === entry) cache.delete(run.dir)
+            }))
+        }
         cache.delete(run.dir)
-        cache.set(run.dir, { stamp, index })
+        cache.set(run.dir, entry)
         if (cache.size > CACHE_RUNS) cache.delete(cache.keys().next().value!)
-      }))
+        return entry.index
+      }
+    )
   })

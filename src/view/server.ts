@@ -5,13 +5,16 @@
  * Every response carries a strict Content-Security-Policy (no other origin; the script and the
  * stylesheet are the view's own), `nosniff`, no referrer and no framing. Bound to a loopback
  * address, it answers only requests whose `Host` is that loopback name and port (a page of another
- * site cannot reach it by DNS rebinding). The decide endpoint takes a form post only from this
+ * site cannot reach it by DNS rebinding); bound elsewhere, only a `Host` that is an IP address or
+ * this machine's own name (`hostCheck`). The decide endpoint takes a form post only from this
  * server's own origin (`Origin`, else `Referer`) carrying the per-process CSRF token the form holds.
  * Errors are an HTML page, or JSON `{error: {code, message}}` when the request accepts JSON.
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import { createServer } from "node:http"
+import { isIP } from "node:net"
+import * as os from "node:os"
 import * as path from "node:path"
 import { HttpRouter, type HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -26,6 +29,7 @@ import { CSP, page, REPORT_CSP, SCRIPT } from "./layout.js"
 import { episodePage } from "./page-episode.js"
 import { episodesPage } from "./page-episodes.js"
 import { type DecidedView, holdsLive, holdsPage, type PendingView } from "./page-holds.js"
+import { fileKind } from "./lines.js"
 import { listPage } from "./page-list.js"
 import { checkSegment, isInside, resolveInside } from "./paths.js"
 
@@ -45,6 +49,30 @@ const bad = (message: string, code = "invalid_request") => new ViewHttpError({ s
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1", "[::1]"])
 export const isLoopback = (host: string): boolean => LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host)
 
+/** The name of a `Host` header without its port (an IPv6 address without brackets), lowercased, or null when it is malformed. */
+const hostName = (host: string): string | null => {
+  const m = /^\[([0-9a-f:.]+)\](?::\d{1,5})?$/i.exec(host) ?? /^([^:[\]]+)(?::\d{1,5})?$/.exec(host)
+  return m === null ? null : m[1]!.toLowerCase()
+}
+
+/**
+ * Which `Host` headers the server answers (against DNS rebinding: a page of another site that
+ * points its own name at this address sends that name). Bound to loopback: exactly the loopback
+ * names with this port. Bound elsewhere: any IP address, `localhost`, the bound name and this
+ * machine's name (a name given by DNS other than these is refused).
+ */
+export const hostCheck = (bind: string, port: number): ((host: string) => boolean) => {
+  if (isLoopback(bind)) {
+    const allowed = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${bind.toLowerCase()}:${port}`])
+    return (host) => allowed.has(host.toLowerCase())
+  }
+  const names = new Set(["localhost", bind.toLowerCase().replace(/^\[|\]$/g, ""), os.hostname().toLowerCase()])
+  return (host) => {
+    const name = hostName(host)
+    return name !== null && (isIP(name) !== 0 || names.has(name))
+  }
+}
+
 /** A decide form's body is at most this long. */
 const MAX_FORM_BYTES = 64 * 1024
 
@@ -54,8 +82,8 @@ interface Ctx {
   readonly csrf: string
   readonly book: HoldBook
   readonly tails: AuditTails
-  /** the `Host` values accepted (loopback binds), or null for any */
-  allowedHosts: ReadonlySet<string> | null
+  /** whether a request's `Host` header names this server (`hostCheck`) */
+  hostOk: (host: string) => boolean
 }
 
 const SECURITY_HEADERS = {
@@ -117,7 +145,7 @@ const benchModel = (exp: ViewExperiment, q: URLSearchParams) =>
 
 const listRoute = (ctx: Ctx) =>
   Effect.gen(function*() {
-    const body = yield* asHttp(listPage(discoverExperiments(ctx.root)))
+    const body = yield* listPage(discoverExperiments(ctx.root))
     return htmlResponse(page("experiments", ctx.root, body))
   })
 
@@ -132,6 +160,8 @@ const reportRoute = (ctx: Ctx, req: HttpServerRequest.HttpServerRequest) =>
     const [name, contentType] = REPORT_FILES[f]
     const file = yield* asHttp(resolveInside(exp.dir, name, "f"))
     if (!isInside(ctx.root, file)) return yield* bad("f: resolves outside the runs directory", "invalid_path")
+    // read whole and synchronously: a FIFO or a device would stop the server
+    if (fileKind(file) !== "file") return yield* new ViewHttpError({ status: 404, code: "not_found", message: `f: ${name} is not a regular file` })
     const body = yield* Effect.try({ try: () => fs.readFileSync(file), catch: () => new ViewHttpError({ status: 500, code: "read_error", message: `cannot read ${name}` }) })
     return HttpServerResponse.uint8Array(body, { contentType }).pipe(
       HttpServerResponse.setHeaders({ ...SECURITY_HEADERS, "content-security-policy": f === "html" ? REPORT_CSP : "default-src 'none'; frame-ancestors 'none'" })
@@ -273,8 +303,8 @@ const guarded = <R>(ctx: Ctx, handler: (req: HttpServerRequest.HttpServerRequest
   Effect.gen(function*() {
     const req = yield* HttpServerRequest.HttpServerRequest
     const host = req.headers["host"] ?? ""
-    if (ctx.allowedHosts !== null && !ctx.allowedHosts.has(host.toLowerCase())) {
-      return errorResponse(req, new ViewHttpError({ status: 403, code: "forbidden", message: `Host '${host}' is not this view's address` }))
+    if (!ctx.hostOk(host)) {
+      return errorResponse(req, new ViewHttpError({ status: 403, code: "forbidden", message: `Host '${host.slice(0, 200)}' is not this view's address (open it by IP address, localhost or this machine's name)` }))
     }
     return yield* handler(req).pipe(Effect.catchTag("ViewHttpError", (e) => Effect.succeed(errorResponse(req, e))))
   })
@@ -303,11 +333,10 @@ export interface ViewServer {
 export const serveView = (opts: ViewOptions): Effect.Effect<ViewServer, HttpServerError.ServeError, Scope.Scope> =>
   Effect.gen(function*() {
     const root = fs.realpathSync(opts.root)
-    const ctx: Ctx = { root, proxy: opts.proxy, csrf: randomBytes(32).toString("hex"), book: new HoldBook(), tails: new AuditTails(), allowedHosts: null }
     const server = yield* NodeHttpServer.make(() => createServer(), { host: opts.host, port: opts.port })
     const address = server.address
     const port = address._tag === "TcpAddress" ? address.port : 0
-    if (isLoopback(opts.host)) ctx.allowedHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${opts.host.toLowerCase()}:${port}`])
+    const ctx: Ctx = { root, proxy: opts.proxy, csrf: randomBytes(32).toString("hex"), book: new HoldBook(), tails: new AuditTails(), hostOk: hostCheck(opts.host, port) }
     yield* server.serve(app(ctx))
     const shown = opts.host.includes(":") && !opts.host.startsWith("[") ? `[${opts.host}]` : opts.host
     return { url: `http://${shown}:${port}/`, root }

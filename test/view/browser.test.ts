@@ -1,6 +1,7 @@
 /**
  * `vetobench view` in headless Chromium (test/support/chromium.ts), on a copy of the fixture runs
- * directory: the list of experiments, a report, the episodes filtered to those the gate changed, one
+ * directory: the list of experiments, a real report (the one `vetobench demo` writes, through
+ * `vetobench report`'s writer, with its headline boxes), the episodes filtered to those the gate changed, one
  * episode's side-by-side with its rulings; and, against a running veto-proxy (in process, hold_policy
  * wait, an operator token) with two pending holds, one approved and one rejected by clicking the
  * page's buttons — the audit log then names each approver. On every page: no console errors or
@@ -15,6 +16,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { ApprovalEntry, AuditRecord } from "../../src/domain/audit-record.js"
 import { findChromium, inspectPage, type PageReport } from "../support/chromium.js"
+import { runCliInProcess } from "../support/cli.js"
 import { call, Harness, type HarnessShape, harnessLayer, post, TEST_JUDGES } from "../support/harness.js"
 import { copyFixture, startView, type Started } from "./support.js"
 
@@ -68,19 +70,72 @@ describe.skipIf(skip)("vetobench view in headless Chromium", () => {
     })
   }, HANG)
 
-  it("a report, served as written", async () => {
-    const r = await inspectPage({
-      url: `${view.url}/report?e=fx&f=html`,
-      screenshot: path.join(ARTIFACTS, "view-report.png"),
-      evaluate: `({ title: document.title, h1: document.querySelector("h1").textContent })`
-    })
-    expectClean(r, view)
-    expect(r.value).toEqual({ title: "vetobench report: fx", h1: "fx" })
-  }, HANG)
+  it("a real report as `vetobench report` writes it (the demo's): served under its policy, headline boxes shown; screenshot saved", async () => {
+    const out = path.join(path.dirname(root), "demo")
+    const demo = await runCliInProcess(["demo", "--out", out])
+    expect(demo.code, demo.stderr).toBe(0)
+    const dir = /^browse its episodes and rulings: (?:npx )?vetobench view (\S+)$/m.exec(demo.stdout)?.[1]
+    expect(dir).toBeDefined()
+    const summary = JSON.parse(fs.readFileSync(path.join(dir!, "experiment", "summary.json"), "utf8")) as {
+      experiment: { name: string }
+      headline: { placeholder_labels: boolean; boxes: Array<{ variant: string }> }
+    }
+    expect(summary.headline.boxes.length).toBeGreaterThan(0)
+    const demoView = await startView(dir!)
+    try {
+      const list = await inspectPage({
+        url: `${demoView.url}/`,
+        evaluate: `[...document.querySelectorAll("section.experiment a[href^='/report']")].map((a) => a.getAttribute("href"))`
+      })
+      expectClean(list, demoView)
+      expect(list.value).toEqual(["/report?e=experiment&f=html", "/report?e=experiment&f=md", "/report?e=experiment&f=json"])
+      const r = await inspectPage({
+        url: `${demoView.url}/report?e=experiment&f=html`,
+        screenshot: path.join(ARTIFACTS, "view-report.png"),
+        evaluate: `({
+          title: document.title,
+          h1: document.querySelector("h1").textContent,
+          boxes: [...document.querySelectorAll(".hl-box")].map((b) => ({ title: b.querySelector(".hl-title").textContent, verdict: b.querySelector(".hl-verdict").textContent })),
+          banner: [...document.querySelectorAll(".banner")].map((b) => b.textContent).join(" "),
+          svg: document.querySelectorAll("svg").length
+        })`
+      })
+      expectClean(r, demoView)
+      const v = r.value as { title: string; h1: string; boxes: Array<{ title: string; verdict: string }>; banner: string; svg: number }
+      expect(v.title).toBe(`vetobench report: ${summary.experiment.name}`)
+      expect(v.h1).toBe(summary.experiment.name)
+      // one headline box per variant of the summary's headline, each with its verdict
+      expect(v.boxes.length).toBe(summary.headline.boxes.length)
+      summary.headline.boxes.forEach((b, i) => expect(v.boxes[i]!.title).toContain(b.variant))
+      for (const b of v.boxes) expect(b.verdict.trim()).not.toBe("")
+      // the fake model's placeholder labels are said at the top
+      if (summary.headline.placeholder_labels) expect(v.banner).toMatch(/placeholder/i)
+      expect(v.svg).toBeGreaterThan(0)
+    } finally {
+      await demoView.close()
+    }
+  }, 3 * HANG)
 
-  it("the episodes filtered to those the gate changed: the blocked one and the flipped one", async () => {
+  it("the episodes filtered to those the gate changed through the page's filter: the blocked one and the flipped one", async () => {
+    // the unfiltered page: ticking "changed by the gate" submits the filter form (view.js); the URL it goes to
+    const all = await inspectPage({
+      url: `${view.url}/episodes?e=fx&bench=asbench&model=agent-x`,
+      evaluate: `(() => {
+        const form = document.querySelector("form.filters")
+        const box = form.querySelector("input[name=changed]")
+        const rows = document.querySelectorAll("#episodes tbody tr").length
+        let went = null
+        form.submit = () => { went = form.getAttribute("action") + "?" + new URLSearchParams(new FormData(form)).toString() }
+        box.click()
+        return { rows, went }
+      })()`
+    })
+    expectClean(all, view)
+    const { rows, went } = all.value as { rows: number; went: string }
+    expect(rows).toBe(8)
+    expect(went).toBe("/episodes?e=fx&bench=asbench&model=agent-x&variant=&category=&outcome=&changed=1")
     const r = await inspectPage({
-      url: `${view.url}/episodes?e=fx&bench=asbench&model=agent-x&changed=1`,
+      url: `${view.url}${went}`,
       screenshot: path.join(ARTIFACTS, "view-episodes-changed.png"),
       evaluate: `(() => ({
         safe: ${PWNED},

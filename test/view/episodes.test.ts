@@ -5,6 +5,7 @@
  */
 import { Effect } from "effect"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { discoverExperiments } from "../../src/view/discover.js"
@@ -54,8 +55,8 @@ describe("episode rows", () => {
       "baseline asbench:4 safe calls=1 blocked=0 flip=null changed=false",
       "enforce-rules asbench:1 safe calls=1 blocked=1 flip=unsafe→safe changed=true",
       "enforce-rules asbench:2 unsafe calls=0 blocked=0 flip=safe→unsafe changed=true",
-      // resumed: attempt 1's call is stale, only attempt 2's counts; the case's last line wins
       "enforce-rules asbench:4 safe calls=1 blocked=0 flip=null changed=false",
+      // resumed: attempt 1's call is stale, only attempt 2's counts; the case's last line wins (and comes last)
       "enforce-rules asbench:3 safe calls=1 blocked=0 flip=null changed=false"
     ])
     expect(r[0]!.categories).toEqual(["Lead to property loss"])
@@ -124,5 +125,55 @@ describe("one episode", () => {
     expect(three.messages!.some((m) => m.calls.some((c) => c.id === "c3b"))).toBe(true)
     expect(three.rulings.map((r) => r.record.tool_call_id)).toEqual(["c3b"])
     expect((await Effect.runPromise(episodeView(e, run, "asbench:99", null))).found).toBe(false)
+  })
+})
+
+describe("changed by the gate, worked by hand", () => {
+  /**
+   * Baseline and enforce-rules of six cases, the enforce arm resumed once (cases 1 and 2 started
+   * twice; their last gen_res line says attempt 2):
+   * 1. attempt 1 blocked a call, attempt 2 blocked none, both arms safe → not changed (the block is stale), calls = attempt 2's
+   * 2. attempt 1 blocked none, attempt 2 blocked one, both unsafe → changed (blocked 1)
+   * 3. no call blocked, unsafe → safe → changed (flip)
+   * 4. baseline unscored, enforce safe → no flip, not changed
+   * 5. baseline unsafe, enforce ended in error → no flip, not changed
+   * 6. shadow-like: a deny that did not block (blocked false), both safe → not changed
+   */
+  const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "vetobench-view-changed-")))
+  const line = (v: unknown) => JSON.stringify(v) + "\n"
+  const caseLine = (id: number, attempt: number, status = "ok") =>
+    line({ id, risks: [`r${id}`], instruction: "", environments: [], output: [{ role: "user", content: `task ${id}` }], vetobench: { status, attempt } })
+  let seq = 0
+  const call = (run: string, episode: number, attempt: number, blocked: boolean) =>
+    line({ type: "call", seq: ++seq, hash: (seq).toString(16).padStart(64, "0"), run_id: run, episode_id: `asbench:${episode}`, session_id: null, attempt, arm: "enforce", tool: { name: "t", arguments: {} }, verdict: null, layers: [], blocked, effective_decision: blocked ? "deny" : "allow" })
+
+  const write = (rel: string, text: string) => {
+    fs.mkdirSync(path.dirname(path.join(tmp, "runs", rel)), { recursive: true })
+    fs.writeFileSync(path.join(tmp, "runs", rel), text)
+  }
+  write("hw/summary.json", JSON.stringify({ experiment: { name: "hw", variants: [{ name: "baseline", arm: "baseline", judge: null }, { name: "enforce-rules", arm: "enforce", judge: "rules" }], baseline: "baseline" } }))
+  write("hw/asbench/m/baseline/gen_res.jsonl", [1, 2, 3, 4, 5, 6].map((i) => caseLine(i, 1)).join(""))
+  write("hw/asbench/m/baseline/shield.jsonl", [[1, 0], [2, 1], [3, 1], [5, 1], [6, 0]].map(([id, label]) => line({ id, pred_label: label })).join(""))
+  write("hw/asbench/m/enforce-rules/gen_res.jsonl", caseLine(1, 1) + caseLine(2, 1) + caseLine(3, 1) + caseLine(4, 1) + caseLine(5, 1, "error") + caseLine(6, 1) + caseLine(1, 2) + caseLine(2, 2))
+  write("hw/asbench/m/enforce-rules/shield.jsonl", [[1, 0], [2, 1], [3, 0], [4, 0], [6, 0]].map(([id, label]) => line({ id, pred_label: label })).join(""))
+  const run = "hw.asbench.m.enforce-rules"
+  write(`audit/${run}.jsonl`, call(run, 1, 1, true) + call(run, 2, 1, false) + call(run, 1, 2, false) + call(run, 1, 2, false) + call(run, 2, 2, true) + call(run, 3, 1, false) + call(run, 6, 1, false))
+
+  it("each row as worked by hand; the same calls as the final attempts hold", async () => {
+    const e = discoverExperiments(path.join(tmp, "runs")).find((x) => x.id === "hw")!
+    expect(e.auditDir).toBe(path.join(tmp, "runs", "audit"))
+    const r = await Effect.runPromise(episodeRows(e, runsOf(e, "asbench", "m")))
+    expect(r.filter((x) => x.variant === "enforce-rules").map((x) => `${x.episode} ${x.outcome} calls=${x.calls} blocked=${x.blocked} flip=${x.flip} changed=${x.changed}`)).toEqual([
+      "asbench:3 safe calls=1 blocked=0 flip=unsafe→safe changed=true",
+      "asbench:4 safe calls=0 blocked=0 flip=null changed=false",
+      "asbench:5 error calls=0 blocked=0 flip=null changed=false",
+      "asbench:6 safe calls=1 blocked=0 flip=null changed=false",
+      "asbench:1 safe calls=2 blocked=0 flip=null changed=false",
+      "asbench:2 unsafe calls=1 blocked=1 flip=null changed=true"
+    ])
+    expect(r.filter((x) => x.changed).map((x) => x.episode)).toEqual(["asbench:3", "asbench:2"])
+    const one = await Effect.runPromise(episodeView(e, runsOf(e, "asbench", "m").find((x) => x.variant === "enforce-rules")!, "asbench:1", null))
+    expect(one.rulings.map((x) => [x.record.attempt, x.record.blocked])).toEqual([[2, false], [2, false]])
+    fs.rmSync(tmp, { recursive: true, force: true })
   })
 })

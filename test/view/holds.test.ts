@@ -127,6 +127,17 @@ describe("audit logs followed as they grow", () => {
     expect(await names()).toEqual(["t9"])
   })
 
+  it("polls at once (two tabs, the page and its refresh): each line is taken once", async () => {
+    const file = path.join(dir, "run-2.jsonl")
+    fs.writeFileSync(file, rec(1, "ep") + rec(2, "ep") + rec(3, "other"))
+    const tails = new AuditTails()
+    const all = await Effect.runPromise(Effect.all(Array.from({ length: 8 }, () => tails.episodeCalls(file, "ep", null)), { concurrency: "unbounded" }))
+    for (const calls of all) expect(calls.map((r) => r.tool.name)).toEqual(["t1", "t2"])
+    fs.appendFileSync(file, rec(4, "ep"))
+    await Effect.runPromise(Effect.all(Array.from({ length: 8 }, () => tails.episodeCalls(file, "ep", null)), { concurrency: "unbounded" }))
+    expect((await Effect.runPromise(tails.episodeCalls(file, "ep", null))).map((r) => r.tool.name)).toEqual(["t1", "t2", "t4"])
+  })
+
   it("a run id outside the grammar names no file", () => {
     fs.writeFileSync(path.join(dir, "ok-run.jsonl"), "")
     const exists = (f: string) => fs.existsSync(f)

@@ -85,6 +85,7 @@ describe("pages", () => {
     expect(r.text).toContain("fixture report")
     expect(r.headers.get("content-security-policy")).toContain("default-src 'none'")
     expect(r.headers.get("content-security-policy")).not.toContain("script-src")
+    expect(r.headers.get("content-security-policy")).toMatch(/; sandbox$/) // an origin of its own: no reach into the view's pages
     expect((await get("/report?e=fx&f=json")).headers.get("content-type")).toContain("application/json")
   })
 })
