@@ -12,7 +12,14 @@
  * the CPU per request at ~29 requests/s one at a time (the rate of a real benchmark run), where idle
  * costs (timers, wake-ups) show. Issue 23's targets are stated against these two figures.
  *
- *   npm run build && npx tsx bench/proxy-overhead.ts [--requests 10000] [--warmup 2000] [--bare] [--paced] [--write]
+ * Every route is warmed up before anything is measured, and the CPU figures are taken in
+ * `--rounds` interleaved rounds per target (the proxy, the bare gate, and with `BENCH_OTHER_CLI`
+ * another build of the proxy, e.g. a copy of `dist/` from before a change): on a shared machine
+ * whose load changes during the run, the ratios between targets are the figures to read. The load
+ * average at the start and the end is printed with the table. `BENCH_PROXY_CLI` runs the proxy from
+ * another bundle; `BENCH_PROXY_NODE_ARGS` passes Node options to the proxies (e.g. `--cpu-prof`).
+ *
+ *   npm run build && npx tsx bench/proxy-overhead.ts [--requests 10000] [--warmup 2000] [--rounds 5] [--bare] [--paced] [--write]
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, existsSync } from "node:fs"
@@ -193,8 +200,19 @@ const main = async () => {
   const other = OTHER_CLI === null ? null : await start(["proxy", "-c", otherConfig], /veto-proxy (http:\/\/127\.0\.0\.1:\d+)\/v1/, OTHER_CLI)
   const viaOther = other === null ? null : new Pool(other.match[1]!, { connections: CONCURRENCY })
   const rows: Array<Row> = []
+  const MODES = [["JSON, one tool call", false], ["SSE, one tool call (gated)", true]] as const
   try {
-    for (const [kind, stream] of [["JSON, one tool call", false], ["SSE, one tool call (gated)", true]] as const) {
+    // every route and transport once before anything is measured: the first mode measured would
+    // otherwise pay for compiling the paths all modes share
+    for (const [, stream] of MODES) {
+      for (const route of ROUTES) {
+        const gated = route.body("qwen3.8-27b@enforce:allow-all", stream)
+        await load(viaProxy, route.path, gated, WARMUP)
+        if (viaOther !== null) await load(viaOther, route.path, gated, WARMUP)
+        if (viaBare !== null && route.name === "chat") await load(viaBare, route.path, route.body("qwen3.8-27b", stream), WARMUP)
+      }
+    }
+    for (const [kind, stream] of MODES) {
       for (const route of ROUTES) {
         const mode = `${route.path} ${kind}`
         const plain = route.body("qwen3.8-27b", stream)

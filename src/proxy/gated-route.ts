@@ -166,10 +166,10 @@ export const wholeAnswer = (status: number, contentType: string, text: string, h
 })
 
 /** a stream relayed as it came (a passthrough arm's), its upstream body freed when it ends */
-const relayedStream = <E>(upstream: Stream.Stream<Uint8Array, E>, release: Effect.Effect<void>) => (out: AnswerOut) =>
+const relayedStream = (upstream: Stream.Stream<Uint8Array, TransportError>, release: Effect.Effect<void>, rec: AccessRecord) => (out: AnswerOut) =>
   Stream.runForEach(upstream, (bytes) => (out.writeBytes(bytes) ? Effect.void : out.drain)).pipe(
-    // an upstream failure ends the relayed stream where it is: the client sees it cut short
-    Effect.ignore,
+    // an upstream failure ends the relayed stream where it is (the client sees it cut short); the access line names it
+    Effect.catchAll((e) => Effect.sync(() => void (rec.error = fromUpstreamError(e).code))),
     Effect.ensuring(release)
   )
 
@@ -231,7 +231,9 @@ export const gatedRoute = (format: WireFormat, msg: IncomingMessage, rec: Access
           return wholeAnswer(200, "application/json", gated.text, { "x-vetobench-blocked": String(gated.blocked), ...recordHeader(meta.runId, seqs) })
         }
         if (route.arm === "passthrough") {
-          return { _tag: "Stream", contentType: res.contentType, headers: SSE_HEADERS, pump: relayedStream(res.stream, release) } satisfies GatedAnswer
+          // (an upstream that names no content type: bytes, as the platform labelled them)
+          const contentType = res.contentType || "application/octet-stream"
+          return { _tag: "Stream", contentType, headers: SSE_HEADERS, pump: relayedStream(res.stream, release, rec) } satisfies GatedAnswer
         }
         if (!isEventStream(res.contentType)) {
           // an answer that is not an event stream is not shown to a streaming client: an error event ends it

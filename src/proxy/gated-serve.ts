@@ -43,6 +43,8 @@ export const gatedFormatOf = (method: string | undefined, url: string | undefine
 /** Resumes once `res` can take more writes, or is gone. */
 const drained = (res: ServerResponse): Effect.Effect<void> =>
   Effect.async<void>((resume) => {
+    // gone already: its close was the last event it sends
+    if (res.destroyed) return resume(Effect.void)
     const done = () => {
       res.off("drain", done)
       res.off("close", done)

@@ -347,7 +347,7 @@ describe("configs/vetobench.example.yaml", () => {
       ["small", "https://small.apps.example.com/v1", "EMPTY", 120]
     ])
     expect(s.upstreams[1]?.models).toContain("shieldagent")
-    expect(Object.keys(s.judges)).toEqual(["small", "granite", "llamaguard", "ap-rules", "allow-all", "deny-all"])
+    expect(Object.keys(s.judges)).toEqual(["small", "granite", "llamaguard", "ap-rules", "banking-rules", "allow-all", "deny-all"])
     expect(s.judges["small"]).toEqual({ kind: "llm_json", model: "judge-small", prompt: "call_only_v1", max_tokens: 256, guided_json: true })
     expect(s.judges["granite"]).toMatchObject({ kind: "guard", model: "granite-guardian", unsafe_pattern: "(^\\s*yes\\b|<score>\\s*yes)" })
     expect(s.judges["llamaguard"]).toMatchObject({ kind: "guard", unsafe_pattern: "^\\s*unsafe", category_pattern: "S\\d+" })

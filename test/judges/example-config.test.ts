@@ -25,6 +25,6 @@ describe("configs/vetobench.example.yaml", () => {
           Effect.map((ctx) => Context.get(ctx, Judges).names)
         )
       )
-      expect(judges).toEqual(["allow-all", "ap-rules", "deny-all", "granite", "llamaguard", "small"])
+      expect(judges).toEqual(["allow-all", "ap-rules", "banking-rules", "deny-all", "granite", "llamaguard", "small"])
     }))
 })

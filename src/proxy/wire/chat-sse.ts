@@ -212,6 +212,8 @@ export const makeSseGate = (opts: SseGateOptions) => {
     const { choices: _, ...rest } = value
     envelope = { ...rest }
     delete envelope.usage
+    // no choice finished here (most events): the step is ready now, no ruling to run
+    if (ready.length === 0) return Effect.succeed(step(out))
     return Effect.forEach(ready, (i) => settle(i, state(i))).pipe(Effect.map((parts) => step([...out, ...parts.flat()])))
   }
 

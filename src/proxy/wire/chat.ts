@@ -118,17 +118,17 @@ export const gateChatAnswer = (
   req: GateRequest,
   choices: ReadonlyArray<ChoiceWithCalls>,
   partial: PartialRefusal
-): Effect.Effect<number, AuditWriteError> =>
-  Effect.forEach(
-    choices,
-    (c) =>
-      Effect.map(gate.ruleChoice(req, c.index, c.calls), (rulings) => {
-        const removed = blockedNotes(rulings)
-        if (removed.size > 0) c.choice.finish_reason = stripMessage(c.message, c, removed, partial)
-        return removed.size
-      }),
-    { concurrency: "unbounded" }
-  ).pipe(Effect.map((counts) => counts.reduce((a, b) => a + b, 0)))
+): Effect.Effect<number, AuditWriteError> => {
+  const one = (c: ChoiceWithCalls) =>
+    Effect.map(gate.ruleChoice(req, c.index, c.calls), (rulings) => {
+      const removed = blockedNotes(rulings)
+      if (removed.size > 0) c.choice.finish_reason = stripMessage(c.message, c, removed, partial)
+      return removed.size
+    })
+  // the usual answer has one choice: ruled in this fiber, without forking one per choice
+  if (choices.length === 1) return one(choices[0]!)
+  return Effect.forEach(choices, one, { concurrency: "unbounded" }).pipe(Effect.map((counts) => counts.reduce((a, b) => a + b, 0)))
+}
 
 /**
  * A logged arm's non-streamed answer: parse it, check its shape, rule and record its calls, strip the
