@@ -51,6 +51,13 @@ export interface Judge extends JudgeIdentity {
    */
   readonly inProcess?: boolean
   /**
+   * The judge bounds and queues its own work (kind `llama_cpp`: one model in this process, rulings
+   * in turn, at most `max_queue` waiting): the gate takes no concurrency slot for it, so rulings
+   * waiting their turn for the model do not hold the slots other judges need. The gate's deadline,
+   * cache and `fail_policy` apply as for every judge.
+   */
+  readonly ownQueue?: boolean
+  /**
    * A composite judge (kind `layered`): the gate runs these in order, each with its own cache entry,
    * concurrency slot and deadline; the first deny or hold decides; every layer's verdict is recorded.
    * `rule` is then not called.

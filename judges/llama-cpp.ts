@@ -5,9 +5,10 @@
  * grammar, so the answer always parses (see `llama-cpp/verdict.ts`); the raw answer is kept.
  *
  * The model is loaded once per process when the judge is built (start-up) and shared by every judge
- * naming the same file; rulings queue for it one at a time (`layers/LlamaModels.ts`). The gate's
- * deadline and fail_policy apply as for every kind; the judge's own `timeout_s` (default: the
- * deadline) bounds waiting plus generating.
+ * naming the same file; rulings queue for it one at a time (`layers/LlamaModels.ts`), waiting in
+ * that queue rather than in a gate slot (`Judge.ownQueue`), so a busy model does not starve other
+ * judges of `proxy.max_concurrent_judges`. The gate's deadline and fail_policy apply as for every
+ * kind; the judge's own `timeout_s` (default: the deadline) bounds waiting plus generating.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs"
 import * as path from "node:path"
@@ -164,7 +165,7 @@ export const makeLlamaCppJudge = (name: string, config: LlamaCppConfig, runner: 
       const v = parsed.right
       return decided(id, v.decision, { category: v.category, reason: v.reason, raw: g.text, latency_ms, usage, temperature: config.temperature })
     })
-  return { ...id, cacheable: true, rule }
+  return { ...id, cacheable: true, ownQueue: true, rule }
 }
 
 export const llamaCppPlugin: JudgeKindPlugin<LlamaModels | Settings> = Effect.gen(function* () {

@@ -12,7 +12,7 @@
  * with tracing on, makes one `execute_tool` span per call ruled (GenAI attributes, never arguments).
  * With metrics and tracing off neither costs more than a flag test.
  */
-import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Fiber, identity, Layer, Option } from "effect"
 import { AuditSink } from "../../layers/AuditSink.js"
 import { AuditWriteError } from "../../layers/AuditSink.js"
 import { cacheKey, JudgeCache } from "../../layers/JudgeCache.js"
@@ -158,8 +158,9 @@ export const make = Effect.gen(function* () {
     }
     // an in-process judge finishes as soon as it runs: no slot to wait for, no deadline to arm
     if (judge.inProcess === true) return Effect.map(timed(judge, call, ctx), settle)
+    // a judge that queues its own work waits in its queue, not in a slot other judges need
     return timed(judge, call, ctx).pipe(
-      slots.withPermits(1),
+      judge.ownQueue === true ? identity : slots.withPermits(1),
       Effect.timeoutTo({
         duration: deadline,
         onTimeout: () => failed(judge, "timeout", `judge timed out after ${p.judge_timeout_s}s`),

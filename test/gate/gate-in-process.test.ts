@@ -6,7 +6,7 @@
  * of a composite. Holds under `hold_policy: wait` still wait for a person.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer } from "effect"
+import { Deferred, Effect, Fiber, Layer } from "effect"
 import { AuditMemory, AuditSink } from "../../layers/AuditSink.js"
 import { layeredPlugin } from "../../judges/layered.js"
 import { staticPlugin } from "../../judges/static.js"
@@ -16,6 +16,7 @@ import { makeUpstreamSettings } from "../../src/config/settings.js"
 import { type CallRecord, isCallRecord } from "../../src/domain/audit-record.js"
 import { Holds } from "../../src/gate/Holds.js"
 import { misbehaving } from "../support/misbehaving-judge.js"
+import { decided } from "../../src/domain/verdict.js"
 
 /** the misbehaving kind, each judge declared in-process (what a buggy synchronous plugin would claim) */
 const inProcessMisbehaving: JudgeKindPlugin = Effect.map(misbehaving, (kind) => ({
@@ -130,4 +131,60 @@ describe("the gate's in-process path is total", () => {
       const records = yield* memory.records
       expect(records.map((r) => r.type)).toEqual(["call", "approval"])
     }).pipe(Effect.provide(gateWith({ hold_policy: "wait", hold_timeout_s: 60 })), Effect.timeout("60 seconds")))
+})
+
+describe("a judge that queues its own work (Judge.ownQueue, kind llama_cpp)", () => {
+  /** `queued`: rulings wait on a latch the test opens (a model busy with earlier rulings); `quick`: answers at once, not in process */
+  const latched = (latch: Deferred.Deferred<void>, waiting: Deferred.Deferred<void>): JudgeKindPlugin =>
+    Effect.succeed({
+      kind: "latched",
+      make: (name: string, spec: Readonly<Record<string, unknown>>) =>
+        Effect.succeed({
+          judge: name,
+          kind: "latched",
+          model: null,
+          version: null,
+          cacheable: false,
+          ...(spec.own_queue === true ? { ownQueue: true } : {}),
+          rule: () =>
+            Effect.gen(function* () {
+              if (spec.wait === true) {
+                yield* Deferred.succeed(waiting, undefined)
+                yield* Deferred.await(latch)
+              } else yield* Effect.yieldNow()
+              return decided({ judge: name, kind: "latched", model: null, version: null }, "allow")
+            })
+        })
+    })
+
+  const gateFor = (latch: Deferred.Deferred<void>, waiting: Deferred.Deferred<void>) =>
+    Layer.provideMerge(
+      gateLayer({
+        settings: defaultSettings("/tmp", {
+          upstreams: [makeUpstreamSettings({ name: "u", base_url: "http://127.0.0.1:9/v1" })],
+          judges: { queued: { kind: "latched", wait: true, own_queue: true }, quick: { kind: "latched", wait: false } },
+          proxy: { judge_timeout_s: 600, max_concurrent_judges: 1 }
+        }),
+        plugins: [staticPlugin, latched(latch, waiting)],
+        audit: AuditSink.layerMemory
+      }),
+      AuditSink.layerMemory
+    )
+
+  it.live("rulings waiting for the model hold no gate slot: another judge's ruling goes through meanwhile", () =>
+    Effect.gen(function* () {
+      const latch = yield* Deferred.make<void>()
+      const inQueue = yield* Deferred.make<void>()
+      yield* Effect.gen(function* () {
+        const gate = yield* Gate
+        const waiting = yield* Effect.fork(gate.ruleChoice(request("queued"), 0, [call("a", "q1"), call("b", "q2")]))
+        yield* Deferred.await(inQueue) // a queued ruling is waiting for the model
+        // with one slot held by a waiting ruling this would never finish (the hang guard would fail the test)
+        const quick = yield* gate.ruleChoice(request("quick"), 0, [call("c", "k1")])
+        expect(quick.map((r) => r.effective)).toEqual(["allow"])
+        yield* Deferred.succeed(latch, undefined)
+        const queued = yield* Fiber.join(waiting)
+        expect(queued.map((r) => r.effective)).toEqual(["allow", "allow"])
+      }).pipe(Effect.provide(gateFor(latch, inQueue)), Effect.timeoutFail({ duration: "100 seconds", onTimeout: () => new Error("hang guard: the quick judge waited for a slot") }))
+    }))
 })
