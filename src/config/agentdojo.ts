@@ -122,6 +122,17 @@ const taskSelection = (prefix: string, suites: ReadonlyArray<string>): D.Decoder
   })
 }
 
+/**
+ * AgentDojo's Python: a path whose file name is a Python interpreter's (`python`, `python3`,
+ * `python3.11`, `python.exe`), since the launcher is its first argument: `/bin/sh` or `/bin/rm`
+ * there would run or delete `launch.py` instead of importing AgentDojo.
+ */
+const pythonPath: D.Decoder<string> = (n) =>
+  Either.flatMap(D.rootPath(n), (p) =>
+    /^python(\d+(\.\d+)*)?(\.exe)?$/.test(path.basename(p))
+      ? Either.right(p)
+      : n.fail(`expected the Python of AgentDojo's venv (a file named python, python3 or python3.X, such as .venv-agentdojo/bin/python), got ${JSON.stringify(p)}`))
+
 const KEYS = [
   "enabled",
   "suites",
@@ -154,7 +165,7 @@ export const agentdojoSection = (root: string): D.Decoder<AgentdojoExperiment> =
       defenses: yield* f.get("defenses", distinct(known("defense", AGENTDOJO_DEFENSES), "defense", true), d.defenses),
       workers: yield* f.get("workers", D.number({ integer: true, min: 1 }), d.workers),
       oracle: yield* f.get("oracle", D.boolean, d.oracle),
-      python: yield* f.get("python", D.rootPath, d.python),
+      python: yield* f.get("python", pythonPath, d.python),
       attack_model_name: yield* f.get("attack_model_name", D.nonEmptyString, d.attack_model_name),
       timeout_s: yield* f.get("timeout_s", D.number({ min: 1 }), d.timeout_s)
     }

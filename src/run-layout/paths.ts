@@ -44,8 +44,15 @@ export interface AttackOf {
   readonly attack_type: string
 }
 
-/** Runs of characters outside `[A-Za-z0-9_.-]` become `_` (no stripping). */
-export const slug = (s: string): string => s.replace(/[^A-Za-z0-9_.-]+/g, "_")
+/**
+ * Runs of characters outside `[A-Za-z0-9_.-]` become `_` (no stripping). A result that is only dots
+ * (`.`, `..`) or empty would name this folder or its parent as a path segment: its characters become
+ * `_` too, so a slug is always a name inside the folder it is joined to.
+ */
+export const slug = (s: string): string => {
+  const out = s.replace(/[^A-Za-z0-9_.-]+/g, "_")
+  return /^\.*$/.test(out) ? "_".repeat(Math.max(1, out.length)) : out
+}
 
 /** `<experiment>.<bench>.<slug(model)>.<variant>` */
 export const runIdFor = (exp: RunNameOf, bench: RunBench, model: string, v: VariantOf): string => `${exp.name}.${bench}.${slug(model)}.${v.name}`

@@ -4,7 +4,9 @@
  *
  * Inputs per model × variant: the launcher's `results.jsonl` in `<run_dir>/agentdojo/<slug(model)>/<variant>/`
  * (`agentdojoRunDir`; a sharded run after `vetobench merge`), read as Python writes JSON, lines that
- * are not result rows (no `agentdojo:` episode, suite or user task; a torn last line) skipped; and
+ * are not result rows (no `agentdojo:` episode, suite or user task; a torn last line) skipped; an
+ * episode the run planned (`episodes.json`) without a row (the launcher was killed or crashed
+ * before writing it) is an error row, so it is counted in `errors` instead of vanishing; and
  * the proxy's audit files of the variant's run id (`auditFilesFor`, bench `agentdojo`: every
  * shard's after a merge). The variants are the experiment's, then its AgentDojo defense variants,
  * then any other directory found there (sorted); a variant's arm, judge and defense come from the
@@ -13,7 +15,7 @@
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { resultsFile } from "../adapters/agentdojo/results.js"
+import { EPISODES_JSON, resultsFile } from "../adapters/agentdojo/results.js"
 import { defenseVariants } from "../config/agentdojo.js"
 import type { Experiment, Variant } from "../config/experiment.js"
 import type { CallRecord } from "../domain/audit-record.js"
@@ -42,11 +44,42 @@ const listDir = (dir: string): Array<fs.Dirent> => {
 export interface AgentdojoFiles {
   /** the files that hold rows */
   readonly files: ReadonlyArray<string>
-  /** every row of every file, file order */
+  /** every row of every file, file order; then an error row per planned episode without a row */
   readonly rows: ReadonlyArray<AgentdojoRow>
+  /** the planned episodes (`episodes.json`) that have no row, in plan order */
+  readonly missing: ReadonlyArray<string>
 }
 
-/** The rows of a variant directory's results file (Python JSON: `NaN` and friends read). */
+/** What a planned episode without a row reads as: an infrastructure error, never an outcome. */
+export const MISSING_ROW = "no result row: the launcher ended before this episode finished (a re-run runs it)"
+
+/** The episode ids of `<dir>/episodes.json` (the runner writes it before the launcher starts); [] when absent or unreadable. */
+const plannedEpisodes = (dir: string): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.sync(() => {
+    try {
+      const v: unknown = JSON.parse(fs.readFileSync(path.join(dir, EPISODES_JSON), "utf8"))
+      return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []
+    } catch {
+      return []
+    }
+  })
+
+/** The row a planned episode without a result row stands for (suite and tasks from its id). */
+const missingRow = (episode: string): AgentdojoRow | null => {
+  const [, suite, user, injection, attack] = episode.split(":")
+  return agentdojoRowOf({
+    episode,
+    suite,
+    user_task: user,
+    injection_task: injection === "none" ? null : injection,
+    attack: attack === "none" ? null : attack,
+    utility: null,
+    security: null,
+    error: MISSING_ROW
+  })
+}
+
+/** The rows of a variant directory's results file (Python JSON: `NaN` and friends read), and its planned episodes without one. */
 export const readAgentdojoRows = (dir: string): Effect.Effect<AgentdojoFiles, ScoringReadError> =>
   Effect.gen(function*() {
     const files: Array<string> = []
@@ -56,7 +89,16 @@ export const readAgentdojoRows = (dir: string): Effect.Effect<AgentdojoFiles, Sc
       if (mine.length > 0) files.push(file)
       rows.push(...mine)
     }
-    return { files, rows }
+    const seen = new Set(rows.map((r) => r.episode))
+    const missing: Array<string> = []
+    for (const id of yield* plannedEpisodes(dir)) {
+      const r = seen.has(id) ? null : missingRow(id)
+      if (r === null) continue
+      seen.add(id)
+      missing.push(id)
+      rows.push(r)
+    }
+    return { files, rows, missing }
   })
 
 /**
@@ -104,6 +146,8 @@ interface Loaded {
   readonly all: number
   readonly rows: ReadonlyArray<AgentdojoRow>
   readonly stale: number
+  /** planned episodes without a row (their rows above are error rows) */
+  readonly missing: ReadonlySet<string>
 }
 
 /** Each episode's final attempt: its row's (rows are the final attempts'); null for an episode no row has. */
@@ -167,12 +211,23 @@ export const buildAgentdojo = (build: AgentdojoBuild): Effect.Effect<AgentdojoBl
           Effect.catchAll((e) => skipped(`AgentDojo ${model} / ${name}: ${e.message}; skipped`))
         )
         if (read === null) continue
-        if (read.rows.length === 0) {
+        if (read.rows.length === read.missing.length) {
           input.note(`AgentDojo ${model} / ${name}: no result rows in ${dir}`)
           continue
         }
+        if (read.missing.length > 0) {
+          input.note(`AgentDojo ${model} / ${name}: ${read.missing.length} planned episodes have no result row (first: ${read.missing[0]}); counted as errors`)
+        }
         const final = finalRows(read.rows)
-        loaded.push({ variant: identityOf(name, known, final.rows), files: read.files, all: read.rows.length, rows: final.rows, stale: final.stale })
+        const missing = new Set(read.missing)
+        loaded.push({
+          variant: identityOf(name, known, final.rows.filter((r) => !missing.has(r.episode))),
+          files: read.files,
+          all: read.rows.length - missing.size,
+          rows: final.rows,
+          stale: final.stale,
+          missing
+        })
       }
       if (loaded.length === 0) {
         if (input.exp.agentdojo?.enabled === true) input.note(`AgentDojo ${model}: not run (no results under ${agentdojoModelDir(input.exp, model)})`)
@@ -191,7 +246,8 @@ export const buildAgentdojo = (build: AgentdojoBuild): Effect.Effect<AgentdojoBl
             Effect.catchAll((e) => skipped(`AgentDojo ${model} / ${l.variant.name}: audit ${e.message}; skipped`))
           )
           if (all !== null) {
-            const joined = auditOf(l.rows, files, all)
+            // an episode without a row has no final attempt: its records stay unmatched
+            const joined = auditOf(l.rows.filter((r) => !l.missing.has(r.episode)), files, all)
             audit = joined.audit
             records = joined.current
           }
@@ -200,7 +256,7 @@ export const buildAgentdojo = (build: AgentdojoBuild): Effect.Effect<AgentdojoBl
         if (gated !== null && audit !== null && l.variant.judge !== null) {
           const stats = liveJudgeStats(gated, { variant: l.variant.name, judge: l.variant.judge, audit_files: audit.audit_files, stale: audit.stale_calls })
           // the result screen's rulings of the final attempts, as for the other benchmarks
-          const screened = currentCalls(yield* readResultRecords(files).pipe(Effect.orElseSucceed(() => [])), finalOf(l.rows))
+          const screened = currentCalls(yield* readResultRecords(files).pipe(Effect.orElseSucceed(() => [])), finalOf(l.rows.filter((r) => !l.missing.has(r.episode))))
           const live = screened.length === 0 ? stats : { ...stats, flagged_results: flaggedResults(screened) }
           logged[model] = { ...logged[model], [l.variant.name]: { live, blocked_harmful_calls: blockedHarmfulCalls(l.rows, gated) } }
         }

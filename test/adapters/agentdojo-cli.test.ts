@@ -4,13 +4,16 @@
  * run them (`vetobench fake-vllm` and `vetobench proxy` in this process, the launcher in the test
  * venv's Python with the oracle agent).
  */
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Either } from "effect"
-import { execFile } from "node:child_process"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { selectionJson } from "../../src/config/agentdojo.js"
+import { planArgs, planEpisodes } from "../../src/adapters/agentdojo/run.js"
+import { agentdojoOff, selectionJson } from "../../src/config/agentdojo.js"
 import type { ConfigError } from "../../src/config/errors.js"
 import { decodeExperiment, type Experiment, loadExperiment } from "../../src/config/experiment.js"
 import { defaultSettings, loadSettings, type Settings } from "../../src/config/settings.js"
@@ -70,6 +73,11 @@ describe("the agentdojo section", () => {
     expect(failure({ workers: 0 })).toMatch(/^exp\.yaml: agentdojo\.workers: /)
     expect(failure({ oracle: "yes" })).toMatch(/^exp\.yaml: agentdojo\.oracle: expected true or false/)
     expect(failure({ sutes: [] })).toMatch(/^exp\.yaml: agentdojo\.sutes: unknown key; did you mean 'suites'\?/)
+    // the launcher is the interpreter's first argument: anything but a Python is refused
+    for (const bad of ["/bin/sh", "/bin/rm", "/usr/bin/env", "python; rm -rf x", "--python"]) {
+      expect(failure({ python: bad })).toMatch(/^exp\.yaml: agentdojo\.python: expected the Python of AgentDojo's venv/)
+    }
+    for (const ok of [".venv-agentdojo/bin/python", "/usr/bin/python3", "/opt/py/bin/python3.11"]) expect(Either.isRight(decode({ python: ok }))).toBe(true)
   })
 
   it("configs/agentdojo.yaml loads with the example settings", () => {
@@ -111,6 +119,83 @@ describe.skipIf(py.skip !== null)("the launcher checks the selection against the
       expect(r.stderr).toContain(line)
     }
   })
+})
+
+describe.skipIf(py.skip !== null)("the launcher against hostile values, a second launcher and a dead runner", () => {
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "vetobench-agentdojo-hostile-"))
+  const children: Array<ChildProcess> = []
+  const hung: Array<net.Socket> = []
+  // accepts connections and never answers: an episode in flight stays in flight
+  const silent = net.createServer((socket) => void hung.push(socket))
+  afterAll(async () => {
+    for (const c of children) c.kill("SIGKILL")
+    for (const h of hung) h.destroy()
+    await new Promise<void>((resolve) => silent.close(() => resolve()))
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+  const runArgs = (results: string, baseUrl: string) => [
+    LAUNCHER, "run", "--suites=banking", "--attacks=", `--user-tasks=${JSON.stringify({ banking: ["user_task_0"] })}`,
+    `--base-url=${baseUrl}`, "--route=m@baseline", "--model=m", "--variant=baseline", "--arm=baseline", "--run-id=hostile",
+    `--results=${results}`, `--attempts=${path.join(dir, "attempts.jsonl")}`, "--timeout=600"
+  ]
+
+  it("a value that starts with '-' is a value (attack model name '--defense' is named as unknown, not read as an option)", async () => {
+    const ad = { ...agentdojoOff(ROOT), enabled: true, suites: ["banking"], python: py.python!, attack_model_name: "--defense=tool_filter" }
+    const e = await Effect.runPromise(planEpisodes(py.python!, LAUNCHER, planArgs(ad, null)).pipe(Effect.flip, Effect.provide(NodeContext.layer)))
+    expect(e.message).toContain("AgentDojo has no model name for attacks '--defense=tool_filter'")
+  })
+
+  it("a second launcher on the same results file exits 5 at once with one line", async () => {
+    const results = path.join(dir, "busy.jsonl")
+    const holder = spawn(py.python!, ["-c", "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(300)", results])
+    children.push(holder)
+    await new Promise<void>((resolve) => holder.stdout.once("data", () => resolve()))
+    const r = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(py.python!, runArgs(results, "http://127.0.0.1:9/v1"), { timeout: 120_000 }, (error, _o, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : -1, stderr })))
+    expect(r.code).toBe(5)
+    expect(r.stderr.trim().split("\n")).toHaveLength(1)
+    expect(r.stderr).toContain(`another launcher is running on ${results}`)
+    holder.kill("SIGKILL")
+  })
+
+  it("--exit-with-parent: a launcher whose runner is gone stops instead of running on as an orphan", async () => {
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", () => resolve()))
+    const port = (silent.address() as net.AddressInfo).port
+    const attempts = path.join(dir, "attempts.jsonl")
+    // the "runner": a Node process that starts the launcher with piped stdout and stderr (as the
+    // runner does), says its pid, waits until a model request is in flight, and exits; the
+    // launcher's stderr is then a pipe nobody reads
+    const runner = [
+      "const { spawn } = require('node:child_process'); const fs = require('node:fs');",
+      "const [py, attempts, ...args] = JSON.parse(process.argv[1]);",
+      "const c = spawn(py, [...args, '--exit-with-parent=' + process.pid], { stdio: ['ignore', 'pipe', 'pipe'] });",
+      "c.stdout.resume(); c.stderr.resume(); console.log(c.pid);",
+      "setInterval(() => { if (fs.existsSync(attempts) && fs.statSync(attempts).size > 0) process.exit(0) }, 200)"
+    ].join("\n")
+    const parent = spawn(process.execPath, ["-e", runner, JSON.stringify([py.python!, attempts, ...runArgs(path.join(dir, "orphan.jsonl"), `http://127.0.0.1:${port}/v1`)])])
+    children.push(parent)
+    const pid = await new Promise<number>((resolve) => parent.stdout.once("data", (d: Buffer) => resolve(Number(String(d).trim()))))
+    await new Promise<void>((resolve) => parent.once("exit", () => resolve()))
+    // running: signal 0 reaches it and (Linux) it is not a zombie waiting for a reaper
+    const alive = () => {
+      try {
+        process.kill(pid, 0)
+      } catch {
+        return false
+      }
+      try {
+        return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"))
+      } catch {
+        return true
+      }
+    }
+    for (let i = 0; i < 1000 && alive(); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+    const stopped = !alive()
+    if (!stopped) process.kill(pid, "SIGKILL")
+    expect(stopped).toBe(true)
+    expect(fs.existsSync(path.join(dir, "orphan.jsonl")) ? fs.readFileSync(path.join(dir, "orphan.jsonl"), "utf8") : "").toBe("")
+  }, 200_000)
 })
 
 describe.skipIf(py.skip !== null)("vetobench run --bench agentdojo", () => {

@@ -164,6 +164,27 @@ describe.skipIf(py.skip !== null)("AgentDojo through veto-proxy (oracle agent)",
         }
       }))
 
+    it.effect("a DoS attack (the suite's first injection task, security = not utility, no harmful ground truth); another benchmark version re-runs", () =>
+      Effect.gen(function*() {
+        const h = yield* Harness
+        const exp = yield* experiment(h, "ad-dos", ["user_tasks: {banking: [user_task_0]}", "attacks: [dos]"])
+        const base = variant(exp, "baseline")
+        const s = yield* run(h, exp, base)
+        expect(s).toMatchObject({ episodes: 2, ran: { ok: 2, error: 0 } })
+        const dos = (yield* rowsOf(exp, base)).get("agentdojo:banking:user_task_0:injection_task_0:dos")!
+        // the oracle does the user task and nothing else: the DoS did not succeed
+        expect(dos).toMatchObject({ attack: "dos", utility: true, security: false, injection_ground_truth: [], error: null })
+        expect(dos.calls).toEqual(dos.user_ground_truth)
+        // the same directory with another benchmark version: its episodes run again (rows of v1.2.2 are not v1.2.1's)
+        const older = { ...exp, agentdojo: { ...exp.agentdojo!, benchmark_version: "v1.2.1" } }
+        const again = yield* run(h, older, base)
+        expect(again).toMatchObject({ benchmarkVersion: "v1.2.1", episodes: 2, skipped: 0, ran: { ok: 2, error: 0 } })
+        const rows = yield* rowsOf(exp, base)
+        expect([...rows.values()].map((r) => [r.benchmark_version, r.attempt])).toEqual([["v1.2.1", 2], ["v1.2.1", 2]])
+        // and again with the same version: nothing to run
+        expect(yield* run(h, older, base)).toMatchObject({ skipped: 2, ran: { ok: 0, error: 0 } })
+      }))
+
     it.effect("a launcher that fails, or ends without a row for an episode, fails the run with its log path", () =>
       Effect.gen(function*() {
         const h = yield* Harness
@@ -185,6 +206,24 @@ describe.skipIf(py.skip !== null)("AgentDojo through veto-proxy (oracle agent)",
         script(0)
         const silent = yield* Effect.flip(run(h, exp, base, { launcher: stand }))
         expect(silent.message).toBe(`agentdojo: 1 of 1 episodes of ${MODEL}@baseline have no row (first: agentdojo:banking:user_task_0:none:none); see ${path.join(dir, "launch.log")}`)
+        // the log is appended, one header per start: the first start's output is still there
+        const log = fs.readFileSync(path.join(dir, "launch.log"), "utf8")
+        expect(log).toContain("stand-in launcher gives up")
+        expect(log.split("\n").filter((l) => l.startsWith(`== `) && l.includes(`${MODEL}@baseline: 1 episodes to run`))).toHaveLength(2)
+        // a plan whose episodes are not AgentDojo's (ids that are not the grammar, fields that contradict them, twice)
+        const planWith = (episodes: ReadonlyArray<unknown>) =>
+          fs.writeFileSync(stand, `import sys\nprint(${JSON.stringify(JSON.stringify({ benchmark_version: "v1.2.2", episodes }))})\n`)
+        const good = planned.episodes[0]!
+        for (const episodes of [[1], [{ ...good, episode: "agentdojo:banking:../../x:none:none" }], [{ ...good, user_task: "user_task_1" }], [{ ...good, episode: "agentdojo:banking:user_task_0:none:none\nx: y" }], [good, good]]) {
+          planWith(episodes)
+          const bad = yield* Effect.flip(run(h, exp, base, { launcher: stand }))
+          expect(bad.message).toMatch(/^agentdojo: the launcher's plan (has an episode that is not AgentDojo's|lists an episode twice)/)
+        }
+        // a model whose directory name would be `.` or `..`
+        for (const model of ["..", "."]) {
+          const up = yield* Effect.flip(runAgentdojo(exp, model, base, { launcher: stand }).pipe(Effect.provide(Layer.mergeAll(Progress.Test([]), Settings.layerValue(h.settings), NodeContext.layer))))
+          expect(up.message).toBe(`agentdojo: model '${model}' cannot be used as a directory name (${model})`)
+        }
         // no AgentDojo venv: one line naming the key and the setup script
         const noVenv = yield* Effect.flip(run(h, { ...exp, agentdojo: { ...exp.agentdojo!, python: path.join(h.settings.root, "nope", "python") } }, base))
         expect(noVenv.message).toMatch(/^AgentDojo's Python not found: .*nope\/python \(agentdojo\.python in .*exp\.yaml\)\. Create it with: bash scripts\/setup_agentdojo_env\.sh$/)

@@ -148,6 +148,8 @@ describe("derived names", () => {
     expect(slug("a//b c")).toBe("a_b_c")
     expect(slug("/lead")).toBe("_lead")
     expect(slug("x_y.z-w")).toBe("x_y.z-w")
+    // never a segment that names the folder itself or its parent
+    expect([slug(".."), slug("."), slug(""), slug("..."), slug("../x"), slug("..a")]).toEqual(["__", "_", "_", "___", ".._x", "..a"])
   })
 
   it("routeFor formats the route grammar", () => {

@@ -5,7 +5,7 @@
         [--user-tasks JSON] [--injection-tasks JSON] [--defense D] [--attack-model-name KEY]
     <venv python> launch.py run  (the plan options) --base-url URL --route ROUTE --model M
         --variant V --arm A [--judge J] --run-id ID --results FILE --attempts FILE
-        [--episodes FILE] [--workers N] [--oracle] [--stop-after N]
+        [--episodes FILE] [--workers N] [--oracle] [--stop-after N] [--exit-with-parent PID]
 
 Runs in a venv with the ``agentdojo`` package from PyPI (scripts/setup_agentdojo_env.sh); this file
 imports only the standard library, ``openai`` and ``agentdojo``, and changes nothing of AgentDojo.
@@ -17,11 +17,12 @@ the valid ones) and prints ``{"benchmark_version", "episodes": [{"episode", "sui
 (AgentDojo's order), first the episode without attack (``agentdojo:<suite>:<user_task>:none:none``),
 then per attack (as given) per injection task (AgentDojo's order)
 ``agentdojo:<suite>:<user_task>:<injection_task>:<attack>``. A DoS attack (AgentDojo's
-``is_dos_attack``) runs with the suite's first injection task only, as AgentDojo runs it.
+``is_dos_attack``) runs with the suite's first injection task only, as AgentDojo runs it; its row's
+``injection_ground_truth`` is empty (the DoS injection does not ask for that task's goal).
 
 ``run`` runs the plan's episodes (only those listed in ``--episodes``, a JSON list of episode ids,
-when given), skipping every episode whose last row in ``--results`` has no error (resume). The
-pipeline is AgentDojo's ``AgentPipeline.from_config(PipelineConfig(llm=OpenAILLM(client, ROUTE),
+when given), skipping every episode whose last row in ``--results`` has no error and a utility and
+was run with this benchmark version and agent, oracle or model (resume). The pipeline is AgentDojo's ``AgentPipeline.from_config(PipelineConfig(llm=OpenAILLM(client, ROUTE),
 defense=D))``: AgentDojo's system message, tool loop and defense elements. Each episode runs through
 AgentDojo's ``TaskSuite.run_task_with_pipeline`` (injections from AgentDojo's attack, ``attack.attack``),
 which returns AgentDojo's own utility and security booleans. Every model request of an episode
@@ -52,8 +53,15 @@ then the user task's next call, or the final answer when there is none, so a gat
 injection calls leaves the user task's calls and answer in place. To AgentDojo's ``tool_filter``
 prompt the oracle answers the user task's ground-truth tools.
 
+``run`` holds an exclusive lock (``flock``) on ``--results`` while it runs: a second launcher on the
+same results file (a second terminal, or a runner started while an earlier launcher still runs)
+exits 5 at once instead of running the same episodes twice. With ``--exit-with-parent PID`` (the
+runner passes its own pid) the launcher exits 6 as soon as its parent is no longer PID (the runner
+was killed), so no orphan goes on writing rows; a torn last line is cut off by the next run.
+
 Exit codes: 0 the episodes ran (rows may carry errors), 2 usage or selection error, 3 AgentDojo or
-openai cannot be imported, 4 stopped after repeated identical errors.
+openai cannot be imported, 4 stopped after repeated identical errors, 5 another launcher holds the
+results file, 6 the parent process is gone.
 """
 import argparse
 import json
@@ -67,6 +75,8 @@ from concurrent.futures import ThreadPoolExecutor
 EXIT_USAGE = 2
 EXIT_IMPORT = 3
 EXIT_STOPPED = 4
+EXIT_BUSY = 5
+EXIT_ORPHANED = 6
 NONE = "none"
 MAX_TURNS = 10  # the oracle's turns with user-task calls (AgentDojo's tool loop allows 15 rounds)
 
@@ -267,6 +277,38 @@ class Attempts:
         return n
 
 
+def lock_results(path):
+    """An exclusive lock on the results file for the life of the process (exit 5 when another launcher holds it)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return None
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    f = open(path, "a", encoding="utf-8")
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        say("another launcher is running on %s; wait for it to end or stop it (a second one would run the same episodes)" % path)
+        sys.exit(EXIT_BUSY)
+    except OSError as e:  # a file system without locks (some network mounts): run unlocked
+        say("cannot lock %s (%s); running without the lock" % (path, e))
+    return f
+
+
+def exit_with_parent(pid):
+    """Exit (6) as soon as this process's parent is no longer ``pid``: the runner that started it is gone."""
+    def watch():
+        while True:
+            if os.getppid() != pid:
+                try:  # stderr is often a pipe to the runner that is gone
+                    say("the runner (pid %d) is gone; stopping" % pid)
+                except Exception:
+                    pass
+                os._exit(EXIT_ORPHANED)
+            time.sleep(0.5)
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 # ---------------------------------------------------------------------------------------------
 # the model client: per-episode headers, usage and oracle script from the worker thread's episode
 
@@ -443,7 +485,10 @@ class Runner:
             injections = self.attack(ep["suite"], ep["attack"]).attack(user_task, injection_task) if injection_task is not None else {}
             pre = pre_environment(suite, user_task, injections)
             user_gt = [call_json(c) for c in user_task.ground_truth(pre.model_copy(deep=True))]
-            inj_gt = [call_json(c) for c in injection_task.ground_truth(pre.model_copy(deep=True))] if injection_task is not None else []
+            # a DoS attack's injection does not ask for its injection task's goal (AgentDojo runs the
+            # suite's first only as a placeholder): no harmful ground truth, nothing for the oracle to follow
+            dos = injection_task is not None and self.attack(ep["suite"], ep["attack"]).is_dos_attack
+            inj_gt = [call_json(c) for c in injection_task.ground_truth(pre.model_copy(deep=True))] if injection_task is not None and not dos else []
             fields.update(user_ground_truth=user_gt, injection_ground_truth=inj_gt)
             if self.opts.oracle:
                 final = user_task.GROUND_TRUTH_OUTPUT or "Task finished."
@@ -451,7 +496,7 @@ class Runner:
             utility, security = suite.run_task_with_pipeline(self.pipeline, user_task, injection_task, injections)
             if injection_task is None:
                 security = None
-            elif self.attack(ep["suite"], ep["attack"]).is_dos_attack:
+            elif dos:
                 security = not utility  # AgentDojo's convention for DoS attacks
             fields.update(utility=bool(utility), security=None if security is None else bool(security))
         except Exception as e:  # every failure is a row with the error, never a score
@@ -500,7 +545,10 @@ def main(argv):
     r.add_argument("--oracle", action="store_true")
     r.add_argument("--stop-after", type=int, default=20)
     r.add_argument("--timeout", type=float, default=600.0)
+    r.add_argument("--exit-with-parent", type=int, default=None, metavar="PID")
     opts = parser.parse_args(argv)
+    if opts.mode == "run" and opts.exit_with_parent is not None:
+        exit_with_parent(opts.exit_with_parent)
 
     version, suites, episodes = make_plan(opts)
     if opts.mode == "plan":
@@ -508,6 +556,7 @@ def main(argv):
         sys.stdout.write("\n")
         return 0
 
+    lock = lock_results(opts.results)  # noqa: F841  (held until the process ends)
     if opts.episodes is not None:
         try:
             with open(opts.episodes, encoding="utf-8") as f:
@@ -526,7 +575,10 @@ def main(argv):
     for row in read_jsonl(opts.results):
         if isinstance(row.get("episode"), str):
             last[row["episode"]] = row
-    todo = [ep for ep in episodes if not (ep["episode"] in last and last[ep["episode"]].get("error") is None)]
+    def done(row):  # as the runner's isDone: no error, a utility, this benchmark version and agent
+        return (row is not None and row.get("error") is None and isinstance(row.get("utility"), bool)
+                and row.get("benchmark_version") == version and (row.get("oracle") is True) == bool(opts.oracle))
+    todo = [ep for ep in episodes if not done(last.get(ep["episode"]))]
     say("%d episodes, %d done before, %d to run (%s, %s)" % (len(episodes), len(episodes) - len(todo), len(todo), opts.route, opts.defense or "no defense"))
     started = time.monotonic()
     runner = Runner(opts, version, suites, episodes)

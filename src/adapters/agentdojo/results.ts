@@ -57,5 +57,17 @@ export const readRows = (file: string): Effect.Effect<ReadonlyMap<string, Agentd
     return out
   })
 
-/** An episode is done when its last row has no error. */
-export const isDone = (row: AgentdojoRow | undefined): boolean => row !== undefined && row.error === null
+/** What a row must have been run with to count as done for a run. */
+export interface RunIdentity {
+  readonly benchmark_version: string
+  readonly oracle: boolean
+}
+
+/**
+ * An episode is done when its last row has no error, has AgentDojo's utility (a row without it is
+ * re-run, as scoring does not count it), and was run with this run's benchmark version and agent
+ * (oracle or model): a changed experiment re-runs its episodes instead of keeping rows of another.
+ */
+export const isDone = (row: AgentdojoRow | undefined, run: RunIdentity): boolean =>
+  row !== undefined && row.error === null && typeof row.utility === "boolean" && row.benchmark_version === run.benchmark_version &&
+  (row.oracle === true) === run.oracle

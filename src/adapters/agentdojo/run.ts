@@ -8,9 +8,12 @@
  *    unknown task id is its one-line error) and lists the episodes in a fixed order.
  * 3. Shard: an episode belongs to shard `shardOf(episode id, N)` (run-layout/shard.ts, as the
  *    Agent-SafetyBench cases); the shard's ids go to `episodes.json`.
- * 4. Resume: episodes whose last row in `results.jsonl` has no error are skipped (the launcher
- *    skips them as well); the rest run in one launcher process (`workers` threads), stdout and
- *    stderr into `launch.log`. The launcher numbers each episode's start in `attempts.jsonl`.
+ * 4. Resume: episodes whose last row in `results.jsonl` has no error (and was run with this
+ *    benchmark version and agent: `isDone`) are skipped (the launcher skips them as well); the
+ *    rest run in one launcher process (`workers` threads), stdout and stderr appended to
+ *    `launch.log` (one `==` line per start). The launcher numbers each episode's start in
+ *    `attempts.jsonl`, holds a lock on `results.jsonl` (a second launcher there exits 5) and
+ *    stops when this process is gone (`--exit-with-parent`).
  * 5. End: a launcher that exits non-zero, or leaves an episode without a row, fails the run with its
  *    log path; rows with an error are counted (a re-run retries them).
  *
@@ -29,7 +32,7 @@ import { Settings } from "../../config/service.js"
 import { formatRoute, makeRoute } from "../../domain/route.js"
 import { runIdProblem } from "../../domain/run-id.js"
 import { attemptsFile } from "../../run-layout/attempts.js"
-import { agentdojoRunDir, runIdFor } from "../../run-layout/paths.js"
+import { agentdojoRunDir, runIdFor, slug } from "../../run-layout/paths.js"
 import { Progress } from "../../run-layout/progress.js"
 import { inShard, type Shard, shardExperiment, shardRunId } from "../../run-layout/shard.js"
 import { checkProxy } from "../agent-safetybench/run.js"
@@ -83,19 +86,40 @@ export const defaultLauncher = (): string => {
 /** The section of an experiment (disabled when the file has none). */
 export const agentdojoOf = (exp: Experiment, root: string): AgentdojoExperiment => exp.agentdojo ?? agentdojoOff(root)
 
+/**
+ * `--name=value`: one argv entry, so a value that starts with `-` (a model or attack model name
+ * from the experiment file) is read as the value, never as another option.
+ */
+export const launcherOption = (name: string, value: string): string => `--${name}=${value}`
+
 /** The launcher's plan options for a section and defense. */
 export const planArgs = (ad: AgentdojoExperiment, defense: string | null): ReadonlyArray<string> => {
   const users = selectionJson(ad.user_tasks, ad.suites)
   const injections = selectionJson(ad.injection_tasks, ad.suites)
+  const opt = launcherOption
   return [
-    "--suites", ad.suites.join(","),
-    "--attacks", ad.attacks.join(","),
-    "--attack-model-name", ad.attack_model_name,
-    ...(ad.benchmark_version === null ? [] : ["--benchmark-version", ad.benchmark_version]),
-    ...(users === null ? [] : ["--user-tasks", users]),
-    ...(injections === null ? [] : ["--injection-tasks", injections]),
-    ...(defense === null ? [] : ["--defense", defense])
+    opt("suites", ad.suites.join(",")),
+    opt("attacks", ad.attacks.join(",")),
+    opt("attack-model-name", ad.attack_model_name),
+    ...(ad.benchmark_version === null ? [] : [opt("benchmark-version", ad.benchmark_version)]),
+    ...(users === null ? [] : [opt("user-tasks", users)]),
+    ...(injections === null ? [] : [opt("injection-tasks", injections)]),
+    ...(defense === null ? [] : [opt("defense", defense)])
   ]
+}
+
+/** An episode id as the launcher makes them: `agentdojo:<suite>:<user_task>:<injection_task|none>:<attack|none>`. */
+const EPISODE_ID = /^agentdojo:[a-z_]+:user_task_\d+:(?:injection_task_\d+|none):[a-z0-9_]+$/
+
+/** Why a plan's episode is not one the launcher makes, or null. */
+const episodeProblem = (e: unknown): string | null => {
+  if (typeof e !== "object" || e === null) return `not an object: ${JSON.stringify(e)?.slice(0, 100)}`
+  const o = e as Record<string, unknown>
+  if (typeof o.episode !== "string" || !EPISODE_ID.test(o.episode)) return `episode id ${JSON.stringify(o.episode)?.slice(0, 100)}`
+  const [, suite, user, injection, attack] = o.episode.split(":")
+  const same = o.suite === suite && o.user_task === user && o.injection_task === (injection === "none" ? null : injection) &&
+    o.attack === (attack === "none" ? null : attack)
+  return same ? null : `${o.episode}: suite, user_task, injection_task or attack differ from the id`
 }
 
 const text = (s: Stream.Stream<Uint8Array, PlatformError>) => s.pipe(Stream.decodeText(), Stream.mkString, Effect.orElseSucceed(() => ""))
@@ -120,7 +144,12 @@ export const planEpisodes = (python: string, launcher: string, args: ReadonlyArr
       if (typeof plan.benchmark_version !== "string" || !Array.isArray(plan.episodes)) {
         return yield* new AgentdojoError({ message: "agentdojo: the launcher's plan has no benchmark_version or episodes" })
       }
-      return { benchmarkVersion: plan.benchmark_version, episodes: plan.episodes as ReadonlyArray<PlannedEpisode> }
+      const episodes: ReadonlyArray<unknown> = plan.episodes
+      const bad = episodes.map(episodeProblem).find((p) => p !== null)
+      if (bad !== undefined) return yield* new AgentdojoError({ message: `agentdojo: the launcher's plan has an episode that is not AgentDojo's (${bad})` })
+      const ids = new Set(episodes.map((e) => (e as PlannedEpisode).episode))
+      if (ids.size !== episodes.length) return yield* new AgentdojoError({ message: "agentdojo: the launcher's plan lists an episode twice" })
+      return { benchmarkVersion: plan.benchmark_version, episodes: episodes as ReadonlyArray<PlannedEpisode> }
     })
   )
 
@@ -140,6 +169,8 @@ export const runAgentdojo = (
       const ad = agentdojoOf(exp, settings.root)
       const route = formatRoute(makeRoute(model, variant.arm, variant.judge))
       if (typeof route !== "string") return yield* fail(`agentdojo: ${model} cannot be routed as ${variant.name}: ${route.message}`)
+      // the model's directory is `slug(model)`: `.` and `..` would put the run in another directory
+      if (/^\.+$/.test(slug(model))) return yield* fail(`agentdojo: model '${model}' cannot be used as a directory name (${slug(model)})`)
       const baseRunId = runIdFor(exp, "agentdojo", model, variant)
       const runId = opts.shard === undefined ? baseRunId : shardRunId(baseRunId, opts.shard)
       const problem = runIdProblem(runId)
@@ -169,7 +200,7 @@ export const runAgentdojo = (
       })
       const storeError = (e: { readonly message: string }) => fail(e.message)
       const before = yield* Effect.mapError(readRows(results), storeError)
-      const todo = new Set(ids.filter((id) => !isDone(before.get(id))))
+      const todo = new Set(ids.filter((id) => !isDone(before.get(id), { benchmark_version: plan.benchmarkVersion, oracle: ad.oracle })))
       const label = `[agentdojo] ${route}${variant.defense === null ? "" : ` ${variant.defense}`}`
       const tracker = yield* progress.track(label, todo.size)
       yield* tracker.note(`${label}: ${ids.length} episodes (${plan.benchmarkVersion}); ${ids.length - todo.size} done, ${todo.size} to run`)
@@ -185,21 +216,27 @@ export const runAgentdojo = (
           }, { discard: true }))
         const poller = yield* poll.pipe(Effect.repeat(Schedule.spaced(opts.pollMs ?? 2000)), Effect.forkScoped)
 
-        const fd = yield* Effect.acquireRelease(Effect.sync(() => fs.openSync(log, "w")), (fd) => Effect.sync(() => fs.closeSync(fd)))
+        // appended, one header per start: a second runner on the same directory (refused by the
+        // launcher's lock) must not wipe the log of the one that runs
+        const fd = yield* Effect.acquireRelease(Effect.sync(() => fs.openSync(log, "a")), (fd) => Effect.sync(() => fs.closeSync(fd)))
+        yield* Effect.sync(() => fs.writeSync(fd, `== ${new Date().toISOString()} ${route}${variant.defense === null ? "" : ` ${variant.defense}`}: ${todo.size} episodes to run\n`))
+        const opt = launcherOption
         const runArgs = [
           "run", ...args,
-          "--base-url", exp.proxy_url.replace(/\/+$/, ""),
-          "--route", route,
-          "--model", model,
-          "--variant", variant.name,
-          "--arm", variant.arm,
-          ...(variant.judge === null ? [] : ["--judge", variant.judge]),
-          "--run-id", runId,
-          "--results", path.resolve(results),
-          "--attempts", path.resolve(attemptsFile(dir)),
-          "--episodes", path.resolve(episodesFile),
-          "--workers", String(ad.workers),
-          "--timeout", String(ad.timeout_s),
+          opt("base-url", exp.proxy_url.replace(/\/+$/, "")),
+          opt("route", route),
+          opt("model", model),
+          opt("variant", variant.name),
+          opt("arm", variant.arm),
+          ...(variant.judge === null ? [] : [opt("judge", variant.judge)]),
+          opt("run-id", runId),
+          opt("results", path.resolve(results)),
+          opt("attempts", path.resolve(attemptsFile(dir))),
+          opt("episodes", path.resolve(episodesFile)),
+          opt("workers", String(ad.workers)),
+          opt("timeout", String(ad.timeout_s)),
+          // the launcher stops when this process is gone (killed): no orphan writes rows under a later run
+          opt("exit-with-parent", String(process.pid)),
           ...(ad.oracle ? ["--oracle"] : [])
         ]
         const cmd = Command.make(ad.python, launcher, ...runArgs).pipe(
@@ -214,7 +251,11 @@ export const runAgentdojo = (
         yield* Fiber.interrupt(poller)
         if (Either.isLeft(code)) return yield* fail(`agentdojo: the launcher for ${route} ended abnormally (${code.left.message}); see ${log}`)
         if (code.right !== 0) {
-          const why = code.right === 4 ? "stopped after repeated identical errors" : `exit ${code.right}`
+          const why = code.right === 4
+            ? "stopped after repeated identical errors"
+            : code.right === 5
+            ? `another launcher is running on ${results}`
+            : `exit ${code.right}`
           return yield* fail(`agentdojo: the launcher for ${route} failed (${why}); see ${log}`)
         }
       }
