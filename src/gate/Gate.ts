@@ -261,7 +261,11 @@ export const make = Effect.gen(function* () {
   // outlast its records' writes: it runs uninterruptibly in the caller's fiber instead of its own.
   const ruleChoice: GateShape["ruleChoice"] = (req, choiceIndex, toolCalls) =>
     (mayWait(req)
-      ? Effect.flatMap(Effect.forkDaemon(ruleAndRecord(req, choiceIndex, toolCalls)), Fiber.join)
+      ? // the caller interrupted (its client left, a shutdown cut it) still ends only once the calls are
+        // recorded: it waits for the ruling, which its interruption does not reach
+        Effect.flatMap(Effect.forkDaemon(ruleAndRecord(req, choiceIndex, toolCalls)), (ruling) =>
+          Effect.onInterrupt(Fiber.join(ruling), () => Fiber.await(ruling))
+        )
       : Effect.uninterruptible(ruleAndRecord(req, choiceIndex, toolCalls))
     ).pipe(
       Effect.catchAllDefect((d) =>

@@ -14,7 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { HttpServerError } from "@effect/platform"
-import { Effect, Runtime } from "effect"
+import { Context, Effect, Runtime } from "effect"
 import type { AccessRecord } from "./access-log.js"
 import { chatFormat } from "./chat.js"
 import { errorHeaders, internalError } from "./errors.js"
@@ -93,14 +93,43 @@ const writeAnswer = (res: ServerResponse, method: string, path: string, rec: Acc
   )
 }
 
-/**
- * The gated route of `format` for one request, answered on `res`: proxy errors in the format's
- * shape, a defect as a 500 with one log line. Never fails; the status the client got.
- */
-export const serveGated = (format: WireFormat, msg: IncomingMessage, res: ServerResponse, rec: AccessRecord, meta: RequestMeta) => {
-  const method = msg.method ?? "POST"
-  const path = pathOf(msg.url ?? "")
-  return gatedRoute(format, msg, rec, meta).pipe(
+/** The gated requests in progress, on either way in: shutdown waits for them (and their records) after the connections closed (server.ts). */
+export interface InFlightShape {
+  /** `effect`, counted as in progress until it ended, its finalizers (the records of a stream cut short) included */
+  readonly track: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** resumes once no tracked request is in progress */
+  readonly settled: Effect.Effect<void>
+  readonly running: () => number
+}
+
+export class InFlight extends Context.Tag("vetobench/InFlight")<InFlight, InFlightShape>() {}
+
+export const makeInFlight = (): InFlightShape => {
+  let running = 0
+  const waiters = new Set<() => void>()
+  const ended = Effect.sync(() => {
+    if (--running > 0) return
+    for (const w of waiters) w()
+    waiters.clear()
+  })
+  return {
+    track: (effect) =>
+      Effect.suspend(() => {
+        running++
+        return Effect.ensuring(effect, ended)
+      }),
+    settled: Effect.async<void>((resume) => {
+      if (running === 0) return resume(Effect.void)
+      const w = () => resume(Effect.void)
+      waiters.add(w)
+      return Effect.sync(() => void waiters.delete(w))
+    }),
+    running: () => running
+  }
+}
+
+const answerGated = (format: WireFormat, msg: IncomingMessage, res: ServerResponse, rec: AccessRecord, meta: RequestMeta, method: string, path: string) =>
+  gatedRoute(format, msg, rec, meta).pipe(
     Effect.catchTag("ProxyError", (e) => {
       rec.error = e.code
       return Effect.succeed(wholeAnswer(e.status, "application/json", format.errorBody(e.code, e.message, meta.requestId), errorHeaders(e)))
@@ -111,7 +140,14 @@ export const serveGated = (format: WireFormat, msg: IncomingMessage, res: Server
     }),
     Effect.flatMap((answer) => writeAnswer(res, method, path, rec, answer))
   )
-}
+
+/**
+ * The gated route of `format` for one request, answered on `res`: proxy errors in the format's
+ * shape, a defect as a 500 with one log line. Never fails; the status the client got. In progress
+ * for {@link InFlight} until it ended, the records of a stream cut short included.
+ */
+export const serveGated = (format: WireFormat, msg: IncomingMessage, res: ServerResponse, rec: AccessRecord, meta: RequestMeta) =>
+  Effect.flatMap(InFlight, (inFlight) => inFlight.track(answerGated(format, msg, res, rec, meta, msg.method ?? "POST", pathOf(msg.url ?? ""))))
 
 const status = exitStatus((code: number) => code)
 

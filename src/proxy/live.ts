@@ -32,6 +32,7 @@ export const proxyLayer = <R>(opts: ProxyLayerOptions<R>) => {
     host: opts.host ?? opts.settings.proxy.host,
     port: opts.port ?? opts.settings.proxy.port,
     graceSeconds: opts.settings.proxy.shutdown_grace_s,
+    recordSeconds: opts.settings.proxy.judge_timeout_s,
     accessLog: opts.accessLog ?? false
   }).pipe(Layer.provide(Layer.merge(gateLayer({ ...opts, metrics, telemetry }), McpSessions.layer)))
 }

@@ -42,11 +42,22 @@ const contentLength = (v: string | undefined): number | null => {
   return Number.isSafeInteger(n) && n >= 0 ? n : null
 }
 
+/**
+ * The status of a request that did not end with a response: the answer the platform made of its
+ * cause when it made one (it fails with the interruption and that answer as a defect: 499 for a
+ * client that went away), else 499 for an interruption only, else 500.
+ */
+const causeStatus = (cause: Cause.Cause<unknown>): number =>
+  Option.getOrElse(
+    Cause.find(cause, (c) => (c._tag === "Die" && HttpServerResponse.isServerResponse(c.defect) ? Option.some(c.defect.status) : Option.none())),
+    () => (Cause.isInterruptedOnly(cause) ? 499 : 500)
+  )
+
 /** the status the client got: 499 when it went away, 500 for a failure, else what `ok` says */
 export const exitStatus =
   <A>(ok: (a: A) => number) =>
   (exit: Exit.Exit<A, unknown>): number =>
-    Exit.isSuccess(exit) ? ok(exit.value) : Cause.isInterruptedOnly(exit.cause) ? 499 : 500
+    Exit.isSuccess(exit) ? ok(exit.value) : causeStatus(exit.cause)
 
 const responseStatus = exitStatus((res: HttpServerResponse.HttpServerResponse) => res.status)
 

@@ -12,7 +12,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer } from "effect"
 import { app } from "./app.js"
 import { errorBody } from "./errors.js"
-import { gatedFormatOf, makeGatedHandler } from "./gated-serve.js"
+import { gatedFormatOf, InFlight, makeGatedHandler, makeInFlight } from "./gated-serve.js"
 import { makeObserve } from "./observe.js"
 
 export interface ProxyServerInfo {
@@ -28,6 +28,11 @@ export interface ServeOptions {
   readonly graceSeconds: number
   /** one access log line per request */
   readonly accessLog: boolean
+  /**
+   * after the connections closed, how long shutdown waits at most for the gated requests still
+   * recording (a stream cut short: its held calls are ruled and recorded first); the judge deadline
+   */
+  readonly recordSeconds: number
 }
 
 const urlOf = (a: HttpServer.Address, host: string) =>
@@ -94,11 +99,27 @@ export const layer = (opts: ServeOptions) =>
           yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", handler)))
         })
       )
+      // released after the server closed (every connection ended): waits for the gated requests still
+      // recording, so no record of a call is lost at shutdown (the audit sink closes after this)
+      const inFlight = Layer.scoped(
+        InFlight,
+        Effect.gen(function* () {
+          const tracker = makeInFlight()
+          yield* Effect.addFinalizer(() =>
+            tracker.settled.pipe(
+              Effect.timeout(`${opts.recordSeconds} seconds`),
+              Effect.catchAll(() => Effect.logWarning(`shutdown: ${tracker.running()} gated requests were still recording after ${opts.recordSeconds} s`))
+            )
+          )
+          return tracker
+        })
+      )
       return serve.pipe(
         // no platform server span: the proxy makes its own, and only when tracing is configured
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provideMerge(Layer.merge(grace, info)),
-        Layer.provideMerge(NodeHttpServer.layer(() => server, { host: opts.host, port: opts.port }))
+        Layer.provideMerge(NodeHttpServer.layer(() => server, { host: opts.host, port: opts.port })),
+        Layer.provideMerge(inFlight)
       )
     })
   )

@@ -48,3 +48,42 @@ for (const policy of ["closed", "open"] as const) {
     })
   })
 }
+
+describe("a judge that hangs, through the proxy", () => {
+  layer(
+    harnessLayer({
+      plugins: [...defaultPlugins, misbehaving],
+      settings: () => ({ judges: { hangs: { kind: "misbehaving", how: "hangs" } }, proxy: { fail_policy: "closed", judge_timeout_s: 1 } })
+    }),
+    { excludeTestServices: true }
+  )((it) => {
+    for (const path of ["chat/completions", "messages", "responses"] as const) {
+      it.effect(`${path}: the judge deadline rules it through fail_policy, one record per call, streamed and not`, () =>
+        Effect.gen(function* () {
+          const h = yield* Harness
+          h.fake.reset()
+          h.fake.knobs.nextCalls = [call("delete_file", { path: "/" })]
+          const run = `hangs-${path.replace("/", "-")}`
+          const body =
+            path === "chat/completions"
+              ? { model: "agent@enforce:hangs" }
+              : path === "messages"
+                ? { model: "agent@enforce:hangs", max_tokens: 50, tools: [{ name: "delete_file", input_schema: { type: "object" } }] }
+                : { model: "agent@enforce:hangs", input: "clean up", tools: [{ type: "function", name: "delete_file", parameters: { type: "object" } }] }
+          const r = yield* post(h, body, { run, path })
+          expect(r.status, r.text).toBe(200)
+          expect(r.headers.get("x-vetobench-blocked")).toBe("1")
+          const s = yield* post(h, { ...body, stream: true }, { run, path })
+          expect(s.status, s.text).toBe(200)
+          // no call item, delta or block reached the client
+          expect(s.text).not.toMatch(/"type":"function_call"|"tool_calls"|"type":"tool_use"/)
+          const records = h.records(run)
+          expect(records).toHaveLength(2)
+          for (const rec of records) {
+            expect(rec.verdict?.status).toBe("timeout")
+            expect(rec.blocked).toBe(true)
+          }
+        }))
+    }
+  })
+})

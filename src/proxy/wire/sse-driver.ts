@@ -148,19 +148,17 @@ export const pumpSse = <E>(
       Effect.zipRight(Effect.flatMap(machine.end, (texts) => (send(texts), flush()))),
       Effect.asVoid
     )
-    // the client left: the held calls are recorded all the same, by a fiber the interruption does not reach
+    // the client left (or the server cut the stream at shutdown): the held calls are recorded all the
+    // same, in this finalizer, which the interruption does not reach; the request ends once they are
+    // (so a shutdown waiting for its requests, server.ts, waits for these records too)
     return Effect.ensuring(
       body,
       Effect.suspend(() =>
         machine.open()
-          ? Effect.asVoid(
-              Effect.forkDaemon(
-                machine.abandon.pipe(
-                  Effect.catchAll((e) =>
-                    Effect.logError(`audit: the client left; its held calls could not be recorded: ${e.file}: ${e.reason}`).pipe(
-                      Effect.annotateLogs({ request_id: opts.requestId ?? "" })
-                    )
-                  )
+          ? machine.abandon.pipe(
+              Effect.catchAll((e) =>
+                Effect.logError(`audit: the client left; its held calls could not be recorded: ${e.file}: ${e.reason}`).pipe(
+                  Effect.annotateLogs({ request_id: opts.requestId ?? "" })
                 )
               )
             )
