@@ -39,6 +39,8 @@ export interface StreamGateOptions {
   readonly requestId?: string
   /** one event larger than this (`proxy.max_answer_bytes`) ends the stream with an error event */
   readonly maxEventSize?: number
+  /** the events the client was sent, for a format that numbers them (Responses' `sequence_number`): an error event the route writes after them continues the count */
+  readonly events?: { sent: number }
 }
 
 /** Everything a gated route needs to know about one wire format. */
@@ -68,7 +70,8 @@ export interface WireFormat {
   /** an error body in the shape this format's clients read */
   readonly errorBody: (code: ProxyErrorCode, message: string, requestId: string | null) => string
   /** the same error as one SSE event that ends a stream */
-  readonly errorEvent: (code: ProxyErrorCode, message: string, requestId: string | null) => string
+  /** the event that ends a stream with an error; `eventsSent`: the events the client got before it (0 when it is the first) */
+  readonly errorEvent: (code: ProxyErrorCode, message: string, requestId: string | null, eventsSent: number) => string
   /** an upstream error answer that is not JSON, wrapped in this format's error shape */
   readonly upstreamError: (status: number, text: string) => string
 }
@@ -242,15 +245,16 @@ export const gatedRoute = (format: WireFormat, msg: IncomingMessage, rec: Access
             onSuccess: () => invalidAnswerError(`the upstream answered ${res.contentType || "no content type"} to a streaming request`)
           })
           rec.error = err.code
-          return wholeAnswer(200, "text/event-stream", format.errorEvent(err.code, err.message, meta.requestId), { ...SSE_HEADERS, "x-vetobench-blocked": "0" })
+          return wholeAnswer(200, "text/event-stream", format.errorEvent(err.code, err.message, meta.requestId, 0), { ...SSE_HEADERS, "x-vetobench-blocked": "0" })
         }
-        const opts: StreamGateOptions = { gate, request, partial, requestId: meta.requestId, maxEventSize: settings.proxy.max_answer_bytes }
+        const events = { sent: 0 }
+        const opts: StreamGateOptions = { gate, request, partial, requestId: meta.requestId, maxEventSize: settings.proxy.max_answer_bytes, events }
         const pump = (out: AnswerOut) =>
           format.gateStream(res.stream, opts, out).pipe(
             Effect.catchAll((e: TransportError | AuditWriteError) => {
               const err = e._tag === "AuditWriteError" ? auditFailed(e) : fromUpstreamError(e)
               rec.error = err.code
-              return out.write(format.errorEvent(err.code, err.message, meta.requestId)) ? Effect.void : out.drain
+              return out.write(format.errorEvent(err.code, err.message, meta.requestId, events.sent)) ? Effect.void : out.drain
             }),
             Effect.ensuring(release)
           )

@@ -51,6 +51,6 @@ export const responsesFormat: WireFormat = {
   // the route writes this event when the upstream fails mid-stream or the audit cannot be written;
   // the events sent before it are not known there, so it is numbered 0 (the SDKs read the number
   // only to resume a stored response, which this proxy does not serve)
-  errorEvent: (code, message) => responsesErrorEvent(code, message, 0),
+  errorEvent: (code, message, _requestId, eventsSent) => responsesErrorEvent(code, message, eventsSent),
   upstreamError: openAiUpstreamError
 }

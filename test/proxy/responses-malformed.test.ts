@@ -161,6 +161,22 @@ describe("the Responses route against malformed and failing upstreams", () => {
         expect(h.records("rmal-cut").map((x) => [x.tool.name, x.wire, x.stream])).toEqual([["delete_file", "responses", true]])
       }))
 
+    it.effect("the upstream connection failing mid-stream: the route's error event continues the sequence numbers", () =>
+      Effect.gen(function* () {
+        const h = yield* Harness
+        const text = { type: "response.output_item.added", output_index: 1, item: { id: "msg_1", type: "message", role: "assistant", status: "in_progress", content: [] } }
+        hostile.answer = { ...sse(created, ...callEvents, text), reset: true }
+        const r = yield* postResponses(h, { model: "agent@enforce:allow-all", stream: true }, { run: "rmal-reset" })
+        const events = eventsOf(r.items)
+        expectNoCall(events)
+        expect(events.map((e) => [e.type, e.sequence_number])).toEqual([
+          ["response.created", 0],
+          ["response.output_item.added", 1],
+          ["error", 2]
+        ])
+        expect(h.records("rmal-reset").map((x) => x.tool.name)).toEqual(["delete_file"])
+      }))
+
     it.effect("a JSON answer to a streaming request: one error event of this format, nothing passed on", () =>
       Effect.gen(function* () {
         const h = yield* Harness

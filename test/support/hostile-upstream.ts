@@ -11,6 +11,8 @@ export interface ScriptedAnswer {
   readonly contentType?: string
   /** the body, written piece by piece (one `write` each) */
   readonly body: string | ReadonlyArray<string | Uint8Array>
+  /** after the body, cut the connection instead of ending the answer (a chunked answer then fails mid-body) */
+  readonly reset?: boolean
 }
 
 export interface HostileUpstream {
@@ -40,6 +42,12 @@ export const startHostileUpstream = async (): Promise<HostileUpstream> => {
       const a = state.answer
       res.writeHead(a.status ?? 200, { "content-type": a.contentType ?? "application/json" })
       const pieces = typeof a.body === "string" ? [a.body] : a.body
+      if (a.reset === true) {
+        // everything written and flushed to the socket, then the connection cut
+        for (const p of pieces.slice(0, -1)) res.write(p)
+        res.write(pieces[pieces.length - 1] ?? "", () => setTimeout(() => res.socket?.destroy(), 20))
+        return
+      }
       for (const p of pieces) res.write(p)
       res.end()
     })

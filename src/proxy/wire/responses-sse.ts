@@ -90,7 +90,8 @@ export const makeResponsesSseGate = (opts: StreamGateOptions) => {
   const passed = new Map<number, number>()
   /** the items the client was sent, by the client's output_index (their latest version) */
   const sent: Array<Record<string, unknown>> = []
-  let sequence = 0
+  /** the client's events so far (`sequence_number` of the next); shared with the route, whose error event continues it */
+  const events = opts.events ?? { sent: 0 }
   let blocked = 0
   let streamedText = false
   let done = false
@@ -98,7 +99,7 @@ export const makeResponsesSseGate = (opts: StreamGateOptions) => {
 
   /** one event to the client: numbered, re-serialized, named by its type */
   const emit = (event: Record<string, unknown>): string => {
-    const numbered: Record<string, unknown> = { ...event, sequence_number: sequence++ }
+    const numbered: Record<string, unknown> = { ...event, sequence_number: events.sent++ }
     if (isObject(numbered.response)) numbered.response = { ...numbered.response, output: [...sent] }
     return responsesFrame(String(numbered.type), JSON.stringify(numbered))
   }
@@ -195,7 +196,7 @@ export const makeResponsesSseGate = (opts: StreamGateOptions) => {
   const fail = (message: string): Effect.Effect<SseStep, AuditWriteError> => {
     stopped = true
     return Effect.map(rule, () => ({
-      out: [comment(), responsesErrorEvent("upstream_invalid_response", message, sequence++)],
+      out: [comment(), responsesErrorEvent("upstream_invalid_response", message, events.sent++)],
       stop: true
     }))
   }
