@@ -10,7 +10,7 @@
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Console, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { defaultPlugins } from "../../judges/plugins.js"
-import { withProxyLogger } from "../proxy/access-log.js"
+import { keepServingWithoutStdout, withProxyLogger } from "../proxy/access-log.js"
 import { proxyLayer } from "../proxy/live.js"
 import { ProxyServer } from "../proxy/server.js"
 import { CliFailure, configOption, settingsFrom, withShownDefault } from "./options.js"
@@ -85,7 +85,7 @@ export const proxyCommand = Command.make(
           Effect.forkScoped(Effect.flatMap(judgeModelWarnings(settings), (lines) => Effect.forEach(lines, (l) => Effect.logWarning(l), { discard: true })))
         )
       )
-      yield* Layer.launch(Layer.merge(announce, checkJudgeModels).pipe(Layer.provideMerge(layer))).pipe(
+      yield* Effect.scoped(Effect.zipRight(keepServingWithoutStdout, Layer.launch(Layer.merge(announce, checkJudgeModels).pipe(Layer.provideMerge(layer))))).pipe(
         Effect.catchTags({
           JudgeConfigError: (e) => Effect.fail(new CliFailure({ message: `${settings.file}: ${e.message}` })),
           AuditWriteError: (e) => Effect.fail(new CliFailure({ message: `audit: ${e.file}: ${e.reason}` })),

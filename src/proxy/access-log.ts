@@ -11,7 +11,7 @@
  * strings. The route is the proxy's fixed path (unknown paths are `unmatched`); the model is the
  * client's model name (quoted, cut at 200 characters, URLs redacted).
  */
-import { Cause, Context, Effect, FiberRef, HashMap, HashSet, Logger, type LogLevel } from "effect"
+import { Cause, Context, Effect, FiberRef, HashMap, HashSet, Logger, type LogLevel, type Scope } from "effect"
 import { redactUrlsIn } from "../domain/redact-url.js"
 
 export type LogFormat = "text" | "json"
@@ -187,3 +187,24 @@ export const withProxyLogger =
   (format: LogFormat) =>
   <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.locally(self, FiberRef.currentLoggers, HashSet.make(Logger.withConsoleLog(proxyLogger(format))))
+
+/**
+ * Keep serving when the reader of stdout goes away (a log pipe closed: EPIPE). Without an `error`
+ * listener on stdout that error would end the process — or, caught elsewhere, leave it up but
+ * answering nothing. While in scope: one line to stderr the first time, and the access lines are
+ * dropped from then on (the console ignores write errors); requests are served as before.
+ */
+export const keepServingWithoutStdout: Effect.Effect<void, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.sync(() => {
+    let said = false
+    const onError = (e: NodeJS.ErrnoException) => {
+      if (said) return
+      said = true
+      process.stderr.write(`veto-proxy: stdout is gone (${e.code ?? e.message}): access log lines are dropped from now on; still serving\n`)
+    }
+    process.stdout.on("error", onError)
+    return onError
+  }),
+  (onError) => Effect.sync(() => void process.stdout.off("error", onError))
+)
+

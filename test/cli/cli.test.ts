@@ -120,6 +120,15 @@ describe("vetobench proxy and fake-vllm as processes", () => {
       })
       expect(res.status).toBe(200)
       expect(res.headers.get("x-vetobench-blocked")).toBe("1")
+      // the reader of the proxy's stdout goes away (a log pipe closed): it keeps serving, says so once on stderr
+      proxy.proc.stdout?.destroy()
+      for (let i = 0; i < 20; i++) {
+        const again = await fetch(`${base}/healthz`)
+        expect(again.status).toBe(200)
+        await again.body?.cancel()
+      }
+      expect(proxy.proc.exitCode).toBeNull()
+      expect(proxy.output()).toMatch(/stdout is gone \(EPIPE\): access log lines are dropped from now on; still serving/)
       proxy.proc.kill("SIGTERM")
       expect(await exited(proxy.proc)).toBe(0)
       // the audit dir defaults to runs/audit under the repo root (the parent of configs/)
