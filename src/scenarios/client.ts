@@ -7,6 +7,7 @@ import { isObject } from "../domain/is-object.js"
 import { Data, Duration, Effect } from "effect"
 import { type Usage, ZERO_USAGE } from "./trajectory.js"
 import { redactUrl, redactUrlsIn } from "../domain/redact-url.js"
+import { withDeadlineSignal } from "../domain/deadline-signal.js"
 
 export class ChatError extends Data.TaggedError("ChatError")<{ readonly message: string }> {}
 
@@ -81,15 +82,16 @@ export const makeChat = (opts: ClientOptions): ChatFn => {
   const attempts = opts.attempts ?? 3
   const once = (req: ChatRequest): Effect.Effect<Attempt> =>
     Effect.tryPromise({
-      try: async (signal) => {
-        const res = await fetch(url, {
-          method: "POST",
-          signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
-          headers: { "content-type": "application/json", "x-vetobench-run": req.runId, "x-vetobench-episode": req.episode },
-          body: JSON.stringify(req.body)
-        })
-        return parseReply(res.status, await res.text(), res.headers.get("x-vetobench-blocked"))
-      },
+      try: (outer) =>
+        withDeadlineSignal(outer, timeoutMs, async (signal) => {
+          const res = await fetch(url, {
+            method: "POST",
+            signal,
+            headers: { "content-type": "application/json", "x-vetobench-run": req.runId, "x-vetobench-episode": req.episode },
+            body: JSON.stringify(req.body)
+          })
+          return parseReply(res.status, await res.text(), res.headers.get("x-vetobench-blocked"))
+        }),
       catch: (e): Attempt => ({ _tag: "retry", reason: redactUrlsIn(`cannot reach ${redactUrl(url)}: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`, [url]) })
     }).pipe(Effect.merge)
   return (req) =>

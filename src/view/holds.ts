@@ -17,6 +17,7 @@ import { auditFileName, isRunId } from "../domain/run-id.js"
 import { callRecordOf } from "../scoring/files.js"
 import type { CallRecord } from "../domain/audit-record.js"
 import { forEachLine, readLineAt, type ViewReadError } from "./lines.js"
+import { withDeadlineSignal } from "../domain/deadline-signal.js"
 
 /** The environment variable that holds the proxy's operator token (never printed or logged). */
 export const OPERATOR_TOKEN_ENV = "VETOBENCH_OPERATOR_TOKEN"
@@ -85,24 +86,25 @@ const readCapped = async (res: Response): Promise<string | null> => {
 
 const call = (target: ProxyTarget, method: "GET" | "POST", suffix: string, body?: unknown): Effect.Effect<Record<string, unknown>, ViewProxyError> =>
   Effect.tryPromise({
-    try: async (signal) => {
-      const res = await fetch(`${target.base}/v1/holds${suffix}`, {
-        method,
-        headers: { authorization: `Bearer ${Redacted.value(target.token)}`, accept: "application/json", ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
-        redirect: "error"
-      })
-      const text = await readCapped(res)
-      if (text === null) return { status: 502, json: { error: { message: `the answer is larger than ${MAX_ANSWER_BYTES} bytes` } } }
-      let json: unknown = null
-      try {
-        json = JSON.parse(text)
-      } catch {
-        // not JSON: said below
-      }
-      return { status: res.status, json }
-    },
+    try: (outer) =>
+      withDeadlineSignal(outer, REQUEST_TIMEOUT_MS, async (signal) => {
+        const res = await fetch(`${target.base}/v1/holds${suffix}`, {
+          method,
+          headers: { authorization: `Bearer ${Redacted.value(target.token)}`, accept: "application/json", ...(body === undefined ? {} : { "content-type": "application/json" }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          signal,
+          redirect: "error"
+        })
+        const text = await readCapped(res)
+        if (text === null) return { status: 502, json: { error: { message: `the answer is larger than ${MAX_ANSWER_BYTES} bytes` } } }
+        let json: unknown = null
+        try {
+          json = JSON.parse(text)
+        } catch {
+          // not JSON: said below
+        }
+        return { status: res.status, json }
+      }),
     catch: (e) => new ViewProxyError({ status: null, reason: `the proxy at ${target.base} did not answer: ${e instanceof Error ? e.message : String(e)}` })
   }).pipe(
     Effect.flatMap(({ json, status }) => {

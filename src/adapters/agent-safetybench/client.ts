@@ -26,6 +26,7 @@ import type { Usage } from "../../scenarios/trajectory.js"
 import { pyJsonDumps } from "../../domain/python-json.js"
 import { isObject } from "../../domain/is-object.js"
 import type { AgentWireFormat, AnswerRead } from "./wire-formats.js"
+import { withDeadlineSignal } from "../../domain/deadline-signal.js"
 
 export class CaseError extends Data.TaggedError("CaseError")<{ readonly message: string }> {}
 
@@ -162,25 +163,26 @@ export const makeProxyClient = (
 
     const once = (episode: string, environments: string, attempt: number | null, body: string): Effect.Effect<Attempt> =>
       Effect.tryPromise({
-        try: async (signal) => {
-          const res = await request(url, {
-            method: "POST",
-            dispatcher: agent,
-            signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
-            headers: {
-              "content-type": "application/json",
-              authorization: "Bearer vetobench",
-              "x-vetobench-run": opts.runId,
-              "x-vetobench-episode": episode,
-              ...(attempt !== null ? { [ATTEMPT_HEADER]: String(attempt) } : {}),
-              // the case's environments, so a rule policy can address `<Env>.<tool>` (docs/policy.md)
-              ...(environments !== "" ? { "x-vetobench-environments": environments } : {})
-            },
-            body
-          })
-          const text = await res.body.text()
-          return classify(res.statusCode, text, headerValue(res.headers["x-vetobench-blocked"]), wire)
-        },
+        try: (outer) =>
+          withDeadlineSignal(outer, timeoutMs, async (signal) => {
+            const res = await request(url, {
+              method: "POST",
+              dispatcher: agent,
+              signal,
+              headers: {
+                "content-type": "application/json",
+                authorization: "Bearer vetobench",
+                "x-vetobench-run": opts.runId,
+                "x-vetobench-episode": episode,
+                ...(attempt !== null ? { [ATTEMPT_HEADER]: String(attempt) } : {}),
+                // the case's environments, so a rule policy can address `<Env>.<tool>` (docs/policy.md)
+                ...(environments !== "" ? { "x-vetobench-environments": environments } : {})
+              },
+              body
+            })
+            const text = await res.body.text()
+            return classify(res.statusCode, text, headerValue(res.headers["x-vetobench-blocked"]), wire)
+          }),
         catch: (e): Attempt => ({ _tag: "retry", reason: transportReason(e), backoff: true })
       }).pipe(Effect.merge)
 

@@ -50,6 +50,7 @@ import { agentWireFormat } from "./wire-formats.js"
 import { lastById, openAppender, readJsonFile, readJsonl, writeFileAtomic } from "../../run-layout/store.js"
 import { GEN_RES_JSON, GEN_RES_JSONL } from "../../run-layout/files.js"
 import { redactUrl, redactUrlsIn } from "../../domain/redact-url.js"
+import { withDeadlineSignal } from "../../domain/deadline-signal.js"
 
 /** The run could not start or could not keep its results: one line for the user. */
 export class AsbenchError extends Data.TaggedError("AsbenchError")<{ readonly message: string }> {}
@@ -92,11 +93,12 @@ export const proxyBase = (proxyUrl: string): string => proxyUrl.replace(/\/+$/, 
 export const checkProxy = (proxyUrl: string, settingsFile: string, timeoutMs = 5000): Effect.Effect<void, AsbenchError> => {
   const base = proxyBase(proxyUrl)
   return Effect.tryPromise({
-    try: async (signal) => {
-      const res = await request(`${base}/healthz`, { method: "GET", signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) })
-      await res.body.dump()
-      if (res.statusCode !== 200) throw new Error(`GET /healthz answered HTTP ${res.statusCode}`)
-    },
+    try: (outer) =>
+      withDeadlineSignal(outer, timeoutMs, async (signal) => {
+        const res = await request(`${base}/healthz`, { method: "GET", signal })
+        await res.body.dump()
+        if (res.statusCode !== 200) throw new Error(`GET /healthz answered HTTP ${res.statusCode}`)
+      }),
     catch: (e) => {
       const name = e instanceof Error ? e.name : ""
       const code = errorCode(e) ?? ""

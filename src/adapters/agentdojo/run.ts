@@ -32,7 +32,7 @@ import { Settings } from "../../config/service.js"
 import { formatRoute, makeRoute } from "../../domain/route.js"
 import { runIdProblem } from "../../domain/run-id.js"
 import { attemptsFile } from "../../run-layout/attempts.js"
-import { agentdojoRunDir, runIdFor, slug } from "../../run-layout/paths.js"
+import { agentdojoRunDir, runIdFor } from "../../run-layout/paths.js"
 import { Progress } from "../../run-layout/progress.js"
 import { inShard, type Shard, shardExperiment, shardRunId } from "../../run-layout/shard.js"
 import { checkProxy } from "../agent-safetybench/run.js"
@@ -169,8 +169,6 @@ export const runAgentdojo = (
       const ad = agentdojoOf(exp, settings.root)
       const route = formatRoute(makeRoute(model, variant.arm, variant.judge))
       if (typeof route !== "string") return yield* fail(`agentdojo: ${model} cannot be routed as ${variant.name}: ${route.message}`)
-      // the model's directory is `slug(model)`: `.` and `..` would put the run in another directory
-      if (/^\.+$/.test(slug(model))) return yield* fail(`agentdojo: model '${model}' cannot be used as a directory name (${slug(model)})`)
       const baseRunId = runIdFor(exp, "agentdojo", model, variant)
       const runId = opts.shard === undefined ? baseRunId : shardRunId(baseRunId, opts.shard)
       const problem = runIdProblem(runId)
