@@ -16,7 +16,7 @@ import { describe, expect } from "vitest"
 import { type AgentdojoRow, readRows, resultsFile } from "../../src/adapters/agentdojo/results.js"
 import { runAgentdojo } from "../../src/adapters/agentdojo/run.js"
 import { type AgentdojoVariant, defenseVariants } from "../../src/config/agentdojo.js"
-import { type Experiment, loadExperiment } from "../../src/config/experiment.js"
+import { type Experiment } from "../../src/config/experiment.js"
 import { Settings } from "../../src/config/service.js"
 import { mergeAgentdojo } from "../../src/experiment/merge-agentdojo.js"
 import { readAttempts } from "../../src/run-layout/attempts.js"
@@ -26,6 +26,7 @@ import { shardRunId } from "../../src/run-layout/shard.js"
 import { ROOT } from "../fixtures/asb-mini/checkout.js"
 import { agentdojoPython, LAUNCHER } from "../fixtures/agentdojo/python.js"
 import { Harness, harnessLayer, type HarnessShape, TEST_JUDGES } from "../support/harness.js"
+import { harnessExperiment } from "../support/experiment-file.js"
 
 const py = agentdojoPython()
 if (py.skip !== null) console.warn(`AgentDojo end-to-end tests skipped: ${py.skip}`)
@@ -39,31 +40,19 @@ const harness = harnessLayer({
 })
 
 const experiment = (h: HarnessShape, name: string, extra: ReadonlyArray<string> = []) =>
-  Effect.gen(function*() {
-    const dir = fs.mkdtempSync(path.join(h.settings.root, `${name}-`))
-    const file = path.join(dir, "exp.yaml")
-    fs.writeFileSync(
-      file,
-      [
-        `name: ${name}`,
-        `run_dir: ${path.join(dir, "run")}`,
-        `proxy_url: ${h.url}`,
-        `models: [${MODEL}]`,
-        "judges: [allow-all, banking-rules]",
-        "arms: [baseline, enforce]",
-        "agent_safetybench: {enabled: false}",
-        "asb: {enabled: false}",
-        "agentdojo:",
-        "  suites: [banking]",
-        ...(extra.some((l) => l.startsWith("user_tasks:")) ? [] : ["  user_tasks: {banking: [user_task_0, user_task_1, user_task_2]}"]),
-        "  injection_tasks: [injection_task_0, injection_task_7]",
-        "  oracle: true",
-        `  python: ${py.python ?? "python3"}`,
-        ...extra.map((l) => `  ${l}`)
-      ].join("\n")
-    )
-    return yield* loadExperiment(file, h.settings)
-  }).pipe(Effect.orDie)
+  harnessExperiment(h, name, [MODEL], [
+    "judges: [allow-all, banking-rules]",
+    "arms: [baseline, enforce]",
+    "agent_safetybench: {enabled: false}",
+    "asb: {enabled: false}",
+    "agentdojo:",
+    "  suites: [banking]",
+    ...(extra.some((l) => l.startsWith("user_tasks:")) ? [] : ["  user_tasks: {banking: [user_task_0, user_task_1, user_task_2]}"]),
+    "  injection_tasks: [injection_task_0, injection_task_7]",
+    "  oracle: true",
+    `  python: ${py.python ?? "python3"}`,
+    ...extra.map((l) => `  ${l}`)
+  ])
 
 const variant = (exp: Experiment, name: string): AgentdojoVariant => {
   const v = exp.variants.find((x) => x.name === name)

@@ -21,13 +21,14 @@ import { ATTACK_TOOL_FILES, planShards, readAttackerTools, readTasks, TASKS_FILE
 import { attackResults, formatResults, refusalJudge } from "../../src/scoring/asb-attack.js"
 import { runAsbAttack, unknownAgents } from "../../src/adapters/asb/run.js"
 import { asbRunDir, attackTag, runIdFor } from "../../src/run-layout/paths.js"
-import { type AsbAttack, type Experiment, loadExperiment, type Variant } from "../../src/config/experiment.js"
+import { type AsbAttack, type Experiment, type Variant } from "../../src/config/experiment.js"
 import { Settings } from "../../src/config/service.js"
 import { readAttempts } from "../../src/run-layout/attempts.js"
 import { Progress } from "../../src/run-layout/progress.js"
 import { buildSummary } from "../../src/scoring/summary.js"
 import { makeCheckout, ROOT, SHARED_ASB_DATA, testPython } from "../fixtures/asb-mini/checkout.js"
 import { Harness, harnessLayer, type HarnessShape } from "../support/harness.js"
+import { harnessExperiment } from "../support/experiment-file.js"
 
 const py = testPython()
 const MODEL = "qwen3.8-27b"
@@ -44,26 +45,14 @@ const harness = harnessLayer({
 })
 
 const experiment = (h: HarnessShape, name: string, asb: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const dir = fs.mkdtempSync(path.join(h.settings.root, `${name}-`))
-    const file = path.join(dir, "exp.yaml")
-    fs.writeFileSync(
-      file,
-      [
-        `name: ${name}`,
-        `run_dir: ${path.join(dir, "run")}`,
-        `proxy_url: ${h.url}`,
-        `models: [${MODEL}]`,
-        "judges: [slm]",
-        "arms: [baseline]",
-        "agent_safetybench: {enabled: false}",
-        "asb:",
-        "  attacks: [{method: direct_prompt_injection, attack_type: naive}]",
-        ...asb.map((l) => `  ${l}`)
-      ].join("\n")
-    )
-    return yield* loadExperiment(file, h.settings)
-  }).pipe(Effect.orDie)
+  harnessExperiment(h, name, [MODEL], [
+    "judges: [slm]",
+    "arms: [baseline]",
+    "agent_safetybench: {enabled: false}",
+    "asb:",
+    "  attacks: [{method: direct_prompt_injection, attack_type: naive}]",
+    ...asb.map((l) => `  ${l}`)
+  ])
 
 const baseline = (exp: Experiment): Variant => exp.variants.find((v) => v.name === "baseline")!
 

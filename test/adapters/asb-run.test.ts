@@ -21,13 +21,14 @@ import { rowEpisode, tasksByAgent } from "../../src/adapters/asb/episodes.js"
 import { attackDelta, attackResults, refusalJudge } from "../../src/scoring/asb-attack.js"
 import { type AsbRunOptions, runAsbAttack } from "../../src/adapters/asb/run.js"
 import { asbRunDir, attackTag, runIdFor } from "../../src/run-layout/paths.js"
-import { type AsbAttack, type Experiment, loadExperiment, type Variant } from "../../src/config/experiment.js"
+import { type AsbAttack, type Experiment, type Variant } from "../../src/config/experiment.js"
 import { Settings } from "../../src/config/service.js"
 import type { Settings as SettingsShape } from "../../src/config/settings.js"
 import { Progress, type ProgressEvent } from "../../src/run-layout/progress.js"
 import { readAsbShards } from "../../src/scoring/asb-results.js"
 import { makeCheckout, ROOT, SHARED_ASB_DATA, testPython } from "../fixtures/asb-mini/checkout.js"
 import { Harness, harnessLayer, type HarnessShape } from "../support/harness.js"
+import { harnessExperiment } from "../support/experiment-file.js"
 
 const py = testPython()
 if (py.skip !== null) console.warn(`ASB end-to-end tests skipped: ${py.skip}`)
@@ -51,27 +52,15 @@ const harness = harnessLayer({
 
 /** An experiment file in the harness's temp root. */
 const experiment = (h: HarnessShape, name: string, asb: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const dir = fs.mkdtempSync(path.join(h.settings.root, `${name}-`))
-    const file = path.join(dir, "exp.yaml")
-    fs.writeFileSync(
-      file,
-      [
-        `name: ${name}`,
-        `run_dir: ${path.join(dir, "run")}`,
-        `proxy_url: ${h.url}`,
-        `models: [${MODEL}]`,
-        "judges: [slm]",
-        "arms: [baseline, enforce]",
-        "asb:",
-        "  attacks:",
-        "    - {method: direct_prompt_injection, attack_type: naive}",
-        "    - {method: clean}",
-        ...asb.map((l) => `  ${l}`)
-      ].join("\n")
-    )
-    return yield* loadExperiment(file, h.settings)
-  }).pipe(Effect.orDie)
+  harnessExperiment(h, name, [MODEL], [
+    "judges: [slm]",
+    "arms: [baseline, enforce]",
+    "asb:",
+    "  attacks:",
+    "    - {method: direct_prompt_injection, attack_type: naive}",
+    "    - {method: clean}",
+    ...asb.map((l) => `  ${l}`)
+  ])
 
 const variant = (exp: Experiment, name: string): Variant => exp.variants.find((v) => v.name === name)!
 
