@@ -20,8 +20,8 @@ export type LogFormat = "text" | "json"
 export interface AccessRecord {
   readonly requestId: string
   readonly method: string
-  /** the route label: a fixed path of the proxy, or `unmatched` */
-  readonly route: string
+  /** the route label: a fixed path of the proxy, or `unmatched`; a route the router matched under another spelling (a trailing slash, other case) sets its own path */
+  route: string
   /** content-length of the request, when given */
   readonly bytesIn: number | null
   /** count the response's bytes (access log on) */

@@ -28,10 +28,12 @@ import { mcpRoute } from "./mcp-route.js"
  * server hands to gated-serve.ts itself (a trailing slash, other letter case). The same route writes
  * the answer; the platform, finding the response ended, writes nothing more.
  */
-const gatedRoute = (format: WireFormat) =>
+const gatedRoute = (path: string, format: WireFormat) =>
   Effect.gen(function* () {
     const req = yield* HttpServerRequest.HttpServerRequest
     const rec = yield* CurrentAccess
+    // the router matched another spelling of this route (a trailing slash, other case, doubled slashes): label it as the route
+    rec.route = path
     const meta = yield* CurrentRequest
     const status = yield* serveGated(format, NodeHttpServerRequest.toIncomingMessage(req), NodeHttpServerRequest.toServerResponse(req), rec, meta)
     return HttpServerResponse.empty({ status })
@@ -50,9 +52,9 @@ export const router = HttpRouter.empty.pipe(
   HttpRouter.get("/healthz", Effect.succeed(health)),
   HttpRouter.get("/metrics", metricsRoute),
   HttpRouter.get("/v1/models", models),
-  HttpRouter.post("/v1/chat/completions", gatedRoute(chatFormat)),
-  HttpRouter.post("/v1/messages", gatedRoute(messagesFormat)),
-  HttpRouter.post("/v1/responses", gatedRoute(responsesFormat)),
+  HttpRouter.post("/v1/chat/completions", gatedRoute("/v1/chat/completions", chatFormat)),
+  HttpRouter.post("/v1/messages", gatedRoute("/v1/messages", messagesFormat)),
+  HttpRouter.post("/v1/responses", gatedRoute("/v1/responses", responsesFormat)),
   HttpRouter.post("/v1/completions", completions),
   holdRoutes,
   // the MCP gate over Streamable HTTP (POST, GET for the server's stream, DELETE to end a session)
