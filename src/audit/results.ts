@@ -26,7 +26,7 @@ import { signerFromPem } from "../domain/checkpoint.js"
 import { edgeRoot, MerkleEdgeBuilder, MerkleTree } from "../domain/merkle.js"
 import { verifyChain } from "../domain/chain-verify.js"
 import { type FileReport, verifyFile } from "./verify-files.js"
-import { type ManifestRecord, manifestRecordsIn } from "./manifest-records.js"
+import type { ManifestRecord } from "./manifest-records.js"
 
 /** the results log's run id: its file is `<run_dir>/results.jsonl` */
 export const RESULTS_RUN = "results"
@@ -205,8 +205,6 @@ export interface ResultsReport {
 
 type BoundEntry = ManifestRecord
 
-/** The manifest records of the results log's text, in order (the chain check says whether to trust them). */
-const manifestsIn = (text: string): Array<BoundEntry> => manifestRecordsIn(text)
 
 const short = (h: string) => `${h.slice(0, 16)}…`
 
@@ -259,17 +257,30 @@ export const checkResults = (dir: string, trusted: CheckpointKey | null): Effect
     if (statSync(logFile, { throwIfNoEntry: false })?.isFile() !== true) {
       return yield* new ResultsError({ file: logFile, reason: "no results log: nothing was bound here (run, score, replay and report bind their outputs)" })
     }
+    // the manifests of the very bytes that were verified (one read)
     const log = yield* verifyFile(logFile, null, trusted).pipe(Effect.mapError((e) => new ResultsError({ file: e.file, reason: e.reason })))
-    const text = yield* Effect.try({ try: () => readFileSync(logFile, "utf8"), catch: (e) => new ResultsError({ file: logFile, reason: reasonOf(e) }) })
     const latestFile = new Map<string, { readonly sha256: string; readonly by: BoundEntry }>()
     const latestLog = new Map<string, { readonly bound: { path: string; records: number; root: string }; readonly by: BoundEntry }>()
-    for (const m of manifestsIn(text)) {
+    for (const m of log.manifests) {
       for (const f of m.files) latestFile.set(f.path, { sha256: f.sha256, by: m })
       for (const l of m.logs) latestLog.set(l.path, { bound: l, by: m })
     }
+    // a manifest after the last checkpoint is bound by nothing signed: anyone can append one to the
+    // unkeyed chain, so what it binds is not checked against it
+    const beyondCheckpoints = (kind: "file" | "log", recorded: string, by: BoundEntry): ResultCheck | null =>
+      by.seq <= log.covered
+        ? null
+        : {
+            kind,
+            path: recorded,
+            seq: by.seq,
+            command: by.command,
+            status: "not-checked",
+            message: `bound by record ${by.seq}, which no ${trusted === null ? "" : "signed "}checkpoint covers (records 1–${log.covered} are covered)`
+          }
     const checks = [
-      ...[...latestFile.entries()].map(([p, { by, sha256 }]) => checkFile(dir, p, sha256, by)),
-      ...[...latestLog.values()].map(({ bound, by }) => checkLog(dir, bound, by))
+      ...[...latestFile.entries()].map(([p, { by, sha256 }]) => beyondCheckpoints("file", p, by) ?? checkFile(dir, p, sha256, by)),
+      ...[...latestLog.values()].map(({ bound, by }) => beyondCheckpoints("log", bound.path, by) ?? checkLog(dir, bound, by))
     ]
     const statuses = [log.status === "ok" ? "ok" : log.status === "partial" ? "not-checked" : "changed", ...checks.map((c) => c.status)]
     const status = statuses.some((s) => s === "changed" || s === "missing") ? "failed" : statuses.includes("not-checked") ? "partial" : "ok"

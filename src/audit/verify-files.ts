@@ -12,7 +12,7 @@ import { AUDIT_SCHEMA } from "../domain/audit-record.js"
 import { type SinceCheckpoint, verifyAuditChecked, type FileVerification, type WriterLock } from "../domain/audit-verify.js"
 import { type CheckpointKey, publicKeyFromPem } from "../domain/checkpoint.js"
 import { isObject } from "../domain/is-object.js"
-import { manifestRecordsIn } from "./manifest-records.js"
+import { type ManifestRecord, manifestRecordsIn } from "./manifest-records.js"
 
 export class AuditInputError extends Data.TaggedError("AuditInputError")<{ readonly file: string; readonly reason: string }> {
   override get message() {
@@ -46,25 +46,18 @@ export const loadPublicKey = (file: string): Effect.Effect<CheckpointKey, AuditI
     )
   )
 
-/** A results manifest found in a log (`type: "manifest"`): its record and how many files it names. */
-export interface ManifestFound {
-  readonly seq: number
-  readonly files: number
-}
-
 export interface FileReport extends FileVerification {
   readonly file: string
   /** the anchor file used, or null */
   readonly anchorFile: string | null
   /** the writer holding the file when it was verified (its lock file), or null */
   readonly writer: WriterLock | null
-  /** the manifest records of the file (`verify-results` checks their files) */
-  readonly manifests: ReadonlyArray<ManifestFound>
+  /** the manifest records of the bytes verified (`verify-results` checks their files) */
+  readonly manifests: ReadonlyArray<ManifestRecord>
 }
 
 /** The manifest records among `bytes`' complete lines (src/audit/manifest-records.ts). */
-export const manifestsOf = (bytes: Buffer): Array<ManifestFound> =>
-  manifestRecordsIn(bytes, { completeLinesOnly: true }).map((r) => ({ seq: r.seq, files: r.listed }))
+export const manifestsOf = (bytes: Buffer): Array<ManifestRecord> => manifestRecordsIn(bytes, { completeLinesOnly: true })
 
 /** `<file>.lock`: where the file's one writer keeps its pid while it holds the file (layers/AuditSink.ts). */
 export const lockFileFor = (file: string): string => `${file}.lock`
@@ -188,6 +181,6 @@ export const reportLine = (r: FileReport): string => {
   const since = r.since === undefined ? "" : `; ${part("since", r.since)}`
   const m = r.manifests
   const manifests =
-    m.length === 0 ? "" : `; ${m.length} manifest(s): ${m.map((x) => `record ${x.seq} (${x.files} file${x.files === 1 ? "" : "s"})`).join(", ")} (check them: verify-results)`
+    m.length === 0 ? "" : `; ${m.length} manifest(s): ${m.map((x) => `record ${x.seq} (${x.listed} file${x.listed === 1 ? "" : "s"})`).join(", ")} (check them: verify-results)`
   return `${tag} ${r.file}: ${r.records} records – ${chain}; ${part("anchor", r.anchor)}; ${part("signatures", r.signatures)}${since}${manifests}`
 }

@@ -21,15 +21,19 @@ export type LoggedArm = "baseline" | "shadow" | "enforce"
 /** the wire format a call arrived in; records written before formats were recorded are `chat` */
 export type Wire = "chat" | "responses" | "messages" | "mcp"
 
-/** What the gate writes for one proposed call; the sink adds schema, seq, ts and the chain. */
-export interface CallEntry {
-  readonly type: "call"
+/** Where a ruling's request came from: the fields every call and result record carries. */
+export interface RequestOrigin {
   readonly run_id: string | null
   readonly request_id: string
   readonly episode_id: string | null
   readonly session_id: string | null
   readonly principal: string | null
   readonly agent_model: string
+}
+
+/** What the gate writes for one proposed call; the sink adds schema, seq, ts and the chain. */
+export interface CallEntry extends RequestOrigin {
+  readonly type: "call"
   readonly arm: LoggedArm
   readonly judge: string | null
   readonly stream: boolean
@@ -121,14 +125,8 @@ export interface ScenarioApprovalEntry {
  * `tool_call_id` (the call record with the same id in the same episode). Never a call ruling:
  * scoring counts call records only and counts flagged results separately.
  */
-export interface ResultEntry {
+export interface ResultEntry extends RequestOrigin {
   readonly type: "result"
-  readonly run_id: string | null
-  readonly request_id: string
-  readonly episode_id: string | null
-  readonly session_id: string | null
-  readonly principal: string | null
-  readonly agent_model: string
   readonly arm: "shadow" | "enforce"
   /** the screening judge (`screening.judge`), not the call judge of the route */
   readonly judge: string

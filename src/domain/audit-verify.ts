@@ -69,6 +69,12 @@ export interface FileVerification {
   /** ok: every check made and passed; partial: none failed but some could not be made; failed */
   readonly status: "ok" | "partial" | "failed"
   readonly records: number
+  /**
+   * records 1–covered are covered by the anchor's checkpoints (and, with a trusted key, signed by
+   * it); 0 when the anchor or a signature failed. A reader trusting a record's content (a results
+   * manifest) trusts it only up to here.
+   */
+  readonly covered: number
   readonly chain: VerifyResult
   readonly anchor: Check
   readonly signatures: Check
@@ -332,6 +338,7 @@ export const verifyAuditChecked = (
   let anchor: Check
   let signatures: Check
   let latest = hashes.length
+  let lastCheckpoint = 0
   if (anchorText === null) {
     anchor = uncheckpointed(hashes.length, "no anchor file", coverage)
     signatures = { status: trusted === null || hashes.length === 0 ? "not-checked" : "failed", message: "no anchor file: nothing signed to check" }
@@ -342,6 +349,7 @@ export const verifyAuditChecked = (
       signatures = { status: "not-checked", message: "anchor unreadable" }
     } else {
       anchor = checkAnchor(fileName, hashes, parsed, coverage)
+      lastCheckpoint = parsed.length === 0 ? 0 : Math.min(parsed[parsed.length - 1]!.seq, hashes.length)
       const rooted = parsed.filter((c) => c.root !== undefined)
       if (rooted.length > 0) latest = rooted[rooted.length - 1]!.seq
       signatures = checkSignatures(fileName, parsed, trusted, hashes.length)
@@ -350,5 +358,6 @@ export const verifyAuditChecked = (
   const sinceCheck = since === null ? null : checkSince(fileName, hashes, since, trusted, latest)
   const checks = [chain.ok ? "ok" : "failed", anchor.status, signatures.status, ...(sinceCheck === null ? [] : [sinceCheck.status])]
   const status = checks.includes("failed") ? "failed" : checks.includes("not-checked") ? "partial" : "ok"
-  return { status, records: hashes.length, chain, anchor, signatures, ...(sinceCheck === null ? {} : { since: sinceCheck }) }
+  const covered = !chain.ok || anchor.status === "failed" || signatures.status === "failed" ? 0 : lastCheckpoint
+  return { status, records: hashes.length, covered, chain, anchor, signatures, ...(sinceCheck === null ? {} : { since: sinceCheck }) }
 }

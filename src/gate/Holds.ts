@@ -3,21 +3,16 @@
  * rejects it through the hold API, or until it expires; the gate then records the outcome.
  */
 import { Context, Deferred, Duration, Effect, Layer, Option } from "effect"
+import type { RequestOrigin } from "../domain/audit-record.js"
 import type { ToolCallView } from "../domain/tool-call.js"
 import type { Verdict } from "../domain/verdict.js"
 
-export interface PendingHold {
+export interface PendingHold extends RequestOrigin {
   /** the call record's hash: the approval handle */
   readonly id: string
   readonly seq: number
   readonly created: string
   readonly expires: string
-  readonly run_id: string | null
-  readonly request_id: string
-  readonly episode_id: string | null
-  readonly session_id: string | null
-  readonly principal: string | null
-  readonly agent_model: string
   readonly tool_call_id: string | null
   readonly tool: ToolCallView
   readonly verdict: Verdict | null

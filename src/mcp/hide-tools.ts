@@ -8,8 +8,8 @@
  */
 import { Effect } from "effect"
 import type { AuditSinkShape, AuditWriteError } from "../../layers/AuditSink.js"
-import type { Judge, JudgeContext } from "../../judges/Judge.js"
-import type { McpSessionContext, McpTool } from "./rule-call.js"
+import type { Judge } from "../../judges/Judge.js"
+import { judgeContextOf, type McpSessionContext, type McpTool } from "./rule-call.js"
 
 /** The names of the tools to hide from one `tools/list` answer (recorded when any), in the server's order. */
 export type ToolsFilter = (tools: ReadonlyArray<McpTool>) => Effect.Effect<ReadonlyArray<string>, AuditWriteError>
@@ -18,15 +18,7 @@ export type ToolsFilter = (tools: ReadonlyArray<McpTool>) => Effect.Effect<Reado
 export const toolsFilter = (judge: Judge | undefined, session: McpSessionContext, audit: AuditSinkShape): ToolsFilter | null => {
   const grants = judge?.grants
   if (session.arm.arm !== "enforce" || judge === undefined || grants === undefined) return null
-  const ctx: JudgeContext = {
-    requestId: `${session.sessionId ?? "mcp"}:tools/list`,
-    runId: session.runId,
-    episodeId: session.episodeId,
-    sessionId: session.sessionId,
-    principal: session.principal,
-    agentModel: session.agentModel,
-    headers: session.headers
-  }
+  const ctx = judgeContextOf(session, `${session.sessionId ?? "mcp"}:tools/list`)
   return (tools) =>
     Effect.gen(function* () {
       const hidden = tools.filter((t) => !grants(t.name, ctx)).map((t) => t.name)

@@ -9,6 +9,7 @@
  */
 import { Effect } from "effect"
 import type { AuditWriteError } from "../../layers/AuditSink.js"
+import type { JudgeContext } from "../../judges/Judge.js"
 import type { CallRuling, GateShape } from "../gate/Gate.js"
 import type { McpArm } from "./arm.js"
 
@@ -26,6 +27,17 @@ export interface McpSessionContext {
   /** request headers, lower-cased, without credentials (empty over stdio) */
   readonly headers: Readonly<Record<string, string>>
 }
+
+/** The judges' context of one request of the session (a call, a result, a tools/list answer). */
+export const judgeContextOf = (session: McpSessionContext, requestId: string): JudgeContext => ({
+  requestId,
+  runId: session.runId,
+  episodeId: session.episodeId,
+  sessionId: session.sessionId,
+  principal: session.principal,
+  agentModel: session.agentModel,
+  headers: session.headers
+})
 
 /** A `tools/call` as the client sent it. */
 export interface McpToolCall {
@@ -73,15 +85,7 @@ export const ruleToolCall = (
         judge: session.arm.judge,
         tools: chatTools(tools),
         stream: false,
-        context: {
-          requestId,
-          runId: session.runId,
-          episodeId: session.episodeId,
-          sessionId: session.sessionId,
-          principal: session.principal,
-          agentModel: session.agentModel,
-          headers: session.headers
-        }
+        context: judgeContextOf(session, requestId)
       },
       0,
       [{ id: toolCallIdOf(call.requestId), type: "function", function: { name: call.name, arguments: JSON.stringify(call.arguments) } }]

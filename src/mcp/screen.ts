@@ -10,31 +10,40 @@ import { Effect } from "effect"
 import type { AuditWriteError } from "../../layers/AuditSink.js"
 import { contentText } from "../screening/results.js"
 import { screenResults, Screening } from "../screening/Screening.js"
-import { toolCallIdOf, type McpSessionContext, type McpToolCall } from "./rule-call.js"
+import { judgeContextOf, toolCallIdOf, type McpSessionContext, type McpToolCall } from "./rule-call.js"
 
-/** Screen one tool result; the result the client gets. */
+/**
+ * Everything of a tool result the agent may read as text: the `text` parts, the text of embedded
+ * resources, and the structured content (as JSON) — an injection in any of them is rated. Null when
+ * there is none (images only).
+ */
+export const resultText = (result: CallToolResult): string | null => {
+  const parts: Array<string> = []
+  const texts = contentText(result.content, ["text"])
+  if (texts !== null) parts.push(texts)
+  for (const c of result.content ?? []) {
+    if (c.type === "resource" && "text" in c.resource && typeof c.resource.text === "string") parts.push(c.resource.text)
+  }
+  if (result.structuredContent !== undefined) parts.push(JSON.stringify(result.structuredContent))
+  return parts.length === 0 ? null : parts.join("\n")
+}
+
+/** Screen one tool result; the result the client gets (a replaced one has the notice as its only content, no structured content). */
 export const screenToolResult = (
   result: CallToolResult,
   call: McpToolCall,
   session: McpSessionContext
 ): Effect.Effect<CallToolResult, AuditWriteError, Screening> =>
   Effect.gen(function* () {
-    const text = contentText(result.content, ["text"])
-    if (text === null || session.arm.arm === "baseline") return result
+    if (session.arm.arm === "baseline") return result
+    const text = resultText(result)
+    if (text === null) return result
     const rulings = yield* screenResults(
       {
         arm: session.arm.arm,
         wire: "mcp",
         mcpServer: session.server,
-        context: {
-          requestId: `${session.sessionId ?? "mcp"}:${String(call.requestId)}`,
-          runId: session.runId,
-          episodeId: session.episodeId,
-          sessionId: session.sessionId,
-          principal: session.principal,
-          agentModel: session.agentModel,
-          headers: session.headers
-        }
+        context: judgeContextOf(session, `${session.sessionId ?? "mcp"}:${String(call.requestId)}`)
       },
       [{ position: { index: 0, block: null }, callId: toolCallIdOf(call.requestId), text, fresh: true }]
     )

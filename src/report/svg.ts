@@ -421,28 +421,7 @@ export const groupedBars = (series: ReadonlyArray<BarSeries>, categories: Readon
     const lines = wrap2(cat.label, 36)
     const mid = y0 + (groupH - groupGap) / 2
     lines.forEach((l, k) => body.push(text(8, mid + 4 + (k - (lines.length - 1) / 2) * 14, l, `class="row-label"`)))
-    for (const [si, s] of series.entries()) {
-      const v = cat.values[si] ?? null
-      const y = y0 + si * (barH + barGap)
-      const color = seriesColor(s.series ?? si)
-      if (v === null || !isFiniteNumber(v.p)) {
-        body.push(text(plotL + 4, y + barH - 2, "–", `fill="${MUTED}" font-size="11"`))
-        body.push(text(width - 4, y + barH - 2, "–", `text-anchor="end" fill="${MUTED}" font-size="11"`))
-        continue
-      }
-      const p = v.p * 100
-      body.push(
-        `<rect class="bar" x="${r(plotL)}" y="${r(y)}" width="${r(Math.max(1, sx(p) - plotL))}" height="${barH}" fill="${color}" fill-opacity="0.85">` +
-          `<title>${esc(`${cat.label} · ${s.name}: ${p.toFixed(1)}%${v.n === undefined ? "" : ` (n=${v.n})`}`)}</title></rect>`
-      )
-      if (isFiniteNumber(v.lo) && isFiniteNumber(v.hi)) {
-        const cy = y + barH / 2
-        body.push(line(sx(v.lo * 100), cy, sx(v.hi * 100), cy, `stroke="${INK}" stroke-width="1.2"`))
-        body.push(line(sx(v.lo * 100), cy - 3, sx(v.lo * 100), cy + 3, `stroke="${INK}" stroke-width="1.2"`))
-        body.push(line(sx(v.hi * 100), cy - 3, sx(v.hi * 100), cy + 3, `stroke="${INK}" stroke-width="1.2"`))
-      }
-      body.push(text(width - 4, y + barH - 2, `${p.toFixed(1)}%`, `text-anchor="end" font-size="11" font-variant-numeric="tabular-nums"`))
-    }
+    body.push(...barRows(series, cat, { y0, barH, barGap, plotL, width, sx, baseline: 2 }))
   }
   return svgFrame({
     id: opts.id,
@@ -452,6 +431,39 @@ export const groupedBars = (series: ReadonlyArray<BarSeries>, categories: Readon
     height,
     body
   })
+}
+
+/** One category's bars, one per series from `y0` down: the bar with its interval whisker and value, or dashes when there is no value. */
+const barRows = (
+  series: ReadonlyArray<BarSeries>,
+  cat: BarCategory,
+  g: { readonly y0: number; readonly barH: number; readonly barGap: number; readonly plotL: number; readonly width: number; readonly sx: (v: number) => number; readonly baseline: number }
+): Array<string> => {
+  const { barH, plotL, width, sx } = g
+  const out: Array<string> = []
+  for (const [si, s] of series.entries()) {
+    const v = cat.values[si] ?? null
+    const y = g.y0 + si * (barH + g.barGap)
+    const textY = y + barH - g.baseline
+    if (v === null || !isFiniteNumber(v.p)) {
+      out.push(text(plotL + 4, textY, "–", `fill="${MUTED}" font-size="11"`))
+      out.push(text(width - 4, textY, "–", `text-anchor="end" fill="${MUTED}" font-size="11"`))
+      continue
+    }
+    const p = v.p * 100
+    out.push(
+      `<rect class="bar" x="${r(plotL)}" y="${r(y)}" width="${r(Math.max(1, sx(p) - plotL))}" height="${barH}" fill="${seriesColor(s.series ?? si)}" fill-opacity="0.85">` +
+        `<title>${esc(`${cat.label} · ${s.name}: ${p.toFixed(1)}%${v.n === undefined ? "" : ` (n=${v.n})`}`)}</title></rect>`
+    )
+    if (isFiniteNumber(v.lo) && isFiniteNumber(v.hi)) {
+      const cy = y + barH / 2
+      out.push(line(sx(v.lo * 100), cy, sx(v.hi * 100), cy, `stroke="${INK}" stroke-width="1.2"`))
+      out.push(line(sx(v.lo * 100), cy - 3, sx(v.lo * 100), cy + 3, `stroke="${INK}" stroke-width="1.2"`))
+      out.push(line(sx(v.hi * 100), cy - 3, sx(v.hi * 100), cy + 3, `stroke="${INK}" stroke-width="1.2"`))
+    }
+    out.push(text(width - 4, textY, `${p.toFixed(1)}%`, `text-anchor="end" font-size="11" font-variant-numeric="tabular-nums"`))
+  }
+  return out
 }
 
 /** Grouped bars for a phone: each category's label on its own line above its bars. */
@@ -478,28 +490,7 @@ const barsCompact = (series: ReadonlyArray<BarSeries>, categories: ReadonlyArray
     const y0 = top + ci * groupH
     if (ci % 2 === 0) body.push(`<rect x="0" y="${r(y0)}" width="${r(width)}" height="${r(groupH)}" fill="${BAND}"/>`)
     body.push(text(4, y0 + 13, clip(cat.label, Math.floor(width / 6.7)), `class="row-label" font-size="12"`))
-    for (const [si, s] of series.entries()) {
-      const v = cat.values[si] ?? null
-      const y = y0 + labelH + si * (barH + barGap)
-      const color = seriesColor(s.series ?? si)
-      if (v === null || !isFiniteNumber(v.p)) {
-        body.push(text(plotL + 4, y + barH - 1, "–", `fill="${MUTED}" font-size="11"`))
-        body.push(text(width - 4, y + barH - 1, "–", `text-anchor="end" fill="${MUTED}" font-size="11"`))
-        continue
-      }
-      const p = v.p * 100
-      body.push(
-        `<rect class="bar" x="${r(plotL)}" y="${r(y)}" width="${r(Math.max(1, sx(p) - plotL))}" height="${barH}" fill="${color}" fill-opacity="0.85">` +
-          `<title>${esc(`${cat.label} · ${s.name}: ${p.toFixed(1)}%${v.n === undefined ? "" : ` (n=${v.n})`}`)}</title></rect>`
-      )
-      if (isFiniteNumber(v.lo) && isFiniteNumber(v.hi)) {
-        const cy = y + barH / 2
-        body.push(line(sx(v.lo * 100), cy, sx(v.hi * 100), cy, `stroke="${INK}" stroke-width="1.2"`))
-        body.push(line(sx(v.lo * 100), cy - 3, sx(v.lo * 100), cy + 3, `stroke="${INK}" stroke-width="1.2"`))
-        body.push(line(sx(v.hi * 100), cy - 3, sx(v.hi * 100), cy + 3, `stroke="${INK}" stroke-width="1.2"`))
-      }
-      body.push(text(width - 4, y + barH - 1, `${p.toFixed(1)}%`, `text-anchor="end" font-size="11" font-variant-numeric="tabular-nums"`))
-    }
+    body.push(...barRows(series, cat, { y0: y0 + labelH, barH, barGap, plotL, width, sx, baseline: 1 }))
   }
   return svgFrame({
     id: opts.id,

@@ -9,6 +9,7 @@
  * - `vetobench report` binds its three files (a second report binds them again, the latest counts).
  */
 import { copyFileSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { beforeAll, describe, expect, it } from "vitest"
@@ -88,6 +89,25 @@ describe("verify-results on the demo's experiment", () => {
     const gone = await cli("verify-results", c.experiment, "--pubkey", c.pub)
     expect(gone.code).toBe(1)
     expect(gone.stdout).toMatch(/^FAIL {4}report\.md: missing \(bound by record 1 \(demo\)\)$/m)
+  })
+
+  it("an edited summary.json re-bound by a manifest appended after the last checkpoint (and a lock file faked): never OK", async () => {
+    const c = copyDemo()
+    const summary = path.join(c.experiment, "summary.json")
+    writeFileSync(summary, readFileSync(summary, "utf8").replace('"schema"', '"schema" '))
+    const log = path.join(c.experiment, "results.jsonl")
+    const lines = readFileSync(log, "utf8").trimEnd().split("\n")
+    const last = JSON.parse(lines[lines.length - 1]!) as Record<string, unknown> & { files: Array<{ path: string; sha256: string; bytes: number }>; seq: number; hash: string }
+    const bytes = readFileSync(summary)
+    const files = last.files.map((f) => (f.path.endsWith("summary.json") ? { ...f, sha256: createHash("sha256").update(bytes).digest("hex"), bytes: bytes.length } : f))
+    const { hash: _h, ...body } = last
+    const forged = { ...body, seq: last.seq + 1, files, prev_hash: last.hash }
+    writeFileSync(log, [...lines, JSON.stringify({ ...forged, hash: recordHash(forged) })].map((l) => l + "\n").join(""))
+    writeFileSync(`${log}.lock`, "999999\n")
+    const r = await cli("verify-results", c.experiment, "--pubkey", c.pub)
+    expect(r.code).not.toBe(0)
+    expect(r.stdout).not.toMatch(/^OK +summary\.json/m)
+    expect(r.stdout).toMatch(/summary\.json: .*bound by record \d+, which no signed checkpoint covers/)
   })
 
   it("a bound audit log whose history was rewritten (a record edited and re-chained): FAIL, naming the log", async () => {

@@ -15,7 +15,7 @@ import { defaultSettings, Gate, gateLayer, type GateRequest, type SettingsShape 
 import { makeUpstreamSettings } from "../../src/config/settings.js"
 import { type CallRecord, isCallRecord } from "../../src/domain/audit-record.js"
 import { Holds } from "../../src/gate/Holds.js"
-import { misbehaving } from "../support/misbehaving-judge.js"
+import { expectFailedRulings, misbehaving } from "../support/misbehaving-judge.js"
 import { decided } from "../../src/domain/verdict.js"
 
 /** the misbehaving kind, each judge declared in-process (what a buggy synchronous plugin would claim) */
@@ -67,13 +67,7 @@ const ruleWith = (proxy: Partial<SettingsShape["proxy"]>, judge: string, calls: 
 
 const expectFailed = (records: ReadonlyArray<CallRecord>, policy: "open" | "closed", ids: ReadonlyArray<string>) => {
   expect(records.map((r) => r.tool_call_id)).toEqual(ids)
-  for (const r of records) {
-    expect(r.verdict?.status).toBe("error")
-    expect(r.verdict?.decision).toBeNull()
-    expect(r.verdict?.reason).not.toBe("")
-    expect(r.effective_decision).toBe(policy === "closed" ? "deny" : "allow")
-    expect(r.blocked).toBe(policy === "closed")
-  }
+  expectFailedRulings(records, policy, "error")
 }
 
 describe("the gate's in-process path is total", () => {

@@ -12,7 +12,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { AuditMemory, AuditSink } from "../../layers/AuditSink.js"
 import { defaultSettings, Gate, gateLayer, type GateRequest, type SettingsShape } from "../../src/index.js"
-import { misbehaving, MODES } from "../support/misbehaving-judge.js"
+import { expectFailedRulings, misbehaving, MODES } from "../support/misbehaving-judge.js"
 import { makeUpstreamSettings } from "../../src/config/settings.js"
 import { staticPlugin } from "../../judges/static.js"
 import { rulePlugin } from "../../judges/rule/kind.js"
@@ -70,13 +70,7 @@ const ruleWith = (proxy: Partial<SettingsShape["proxy"]>, judge: string, calls: 
 
 const expectFailedRuling = (records: ReadonlyArray<CallRecord>, policy: "open" | "closed", n: number) => {
   expect(records).toHaveLength(n)
-  for (const r of records) {
-    expect(r.verdict?.status).not.toBe("ok")
-    expect(r.verdict?.decision).toBeNull()
-    expect(r.verdict?.reason).not.toBe("")
-    expect(r.effective_decision).toBe(policy === "closed" ? "deny" : "allow")
-    expect(r.blocked).toBe(policy === "closed")
-  }
+  expectFailedRulings(records, policy)
 }
 
 describe("the gate is total", () => {

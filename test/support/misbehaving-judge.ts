@@ -4,6 +4,8 @@
  * verdict whose usage cannot be recorded, or has a commit hook that dies.
  */
 import { Effect } from "effect"
+import { expect } from "vitest"
+import type { CallRecord } from "../../src/domain/audit-record.js"
 import { decided, type JudgeKindPlugin } from "../../src/index.js"
 import type { Verdict } from "../../src/domain/verdict.js"
 
@@ -51,3 +53,15 @@ export const misbehaving: JudgeKindPlugin = Effect.succeed({
 
 export const MODES = ["throws", "dies-in-sync", "overflows", "interrupts", "hangs", "not-a-verdict", "bigint-usage"] as const
 
+
+/** Every record is a failed ruling (no decision, a reason) decided by `fail_policy`: deny and blocked when closed, allow when open. */
+export const expectFailedRulings = (records: ReadonlyArray<CallRecord>, policy: "open" | "closed", status?: "error" | "timeout"): void => {
+  for (const r of records) {
+    if (status === undefined) expect(r.verdict?.status).not.toBe("ok")
+    else expect(r.verdict?.status).toBe(status)
+    expect(r.verdict?.decision).toBeNull()
+    expect(r.verdict?.reason).not.toBe("")
+    expect(r.effective_decision).toBe(policy === "closed" ? "deny" : "allow")
+    expect(r.blocked).toBe(policy === "closed")
+  }
+}

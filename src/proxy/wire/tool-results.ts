@@ -108,6 +108,33 @@ export const replaceResponsesResult = (body: Record<string, unknown>, at: Result
   } else item.output = notice
 }
 
+/**
+ * The text of a Messages `tool_result`'s content the model reads: a string, `text` blocks, a
+ * `document` block with a text source (or its title/context), a `search_result` block's text parts
+ * and title. Null when there is none (images only).
+ */
+const toolResultText = (content: unknown): string | null => {
+  if (!Array.isArray(content)) return contentText(content, ["text"])
+  const parts: Array<string> = []
+  for (const b of content) {
+    if (!isObject(b)) continue
+    if (b.type === "text" && typeof b.text === "string") parts.push(b.text)
+    else if (b.type === "document") {
+      for (const t of [b.title, b.context]) if (typeof t === "string") parts.push(t)
+      if (isObject(b.source) && b.source.type === "text" && typeof b.source.data === "string") parts.push(b.source.data)
+      if (isObject(b.source) && b.source.type === "content") {
+        const inner = contentText(b.source.content, ["text"])
+        if (inner !== null) parts.push(inner)
+      }
+    } else if (b.type === "search_result") {
+      for (const t of [b.title, b.source]) if (typeof t === "string") parts.push(t)
+      const inner = contentText(b.content, ["text"])
+      if (inner !== null) parts.push(inner)
+    }
+  }
+  return parts.length === 0 ? null : parts.join("\n")
+}
+
 export const messagesResults = (body: Record<string, unknown>): ReadonlyArray<ToolResult> => {
   const messages = body.messages
   if (!Array.isArray(messages)) return []
@@ -117,7 +144,7 @@ export const messagesResults = (body: Record<string, unknown>): ReadonlyArray<To
     if (!isObject(m) || !Array.isArray(m.content)) return
     m.content.forEach((b: unknown, block) => {
       if (!isObject(b) || b.type !== "tool_result") return
-      const text = contentText(b.content, ["text"])
+      const text = toolResultText(b.content)
       if (text === null) return
       out.push({ position: { index, block }, callId: idOf(b.tool_use_id), text, fresh: index > lastModel })
     })
