@@ -100,7 +100,7 @@ export const serveStdio = (opts: StdioGateOptions): Effect.Effect<void, McpStart
     yield* Effect.tryPromise({
       try: () => bridge.start(),
       catch: (e) => new McpStartError({ message: `cannot start MCP server '${opts.server}': ${e instanceof Error ? e.message : String(e)}` })
-    })
+    }).pipe(Effect.tapError(() => Effect.promise(() => bridge.close()))) // a server that started before the host side failed is not left running
     // the SDK's stdio server transport does not watch for the end of stdin: the host closing it ends the gate
     const onEnd = () => void bridge.close()
     if (opts.client === undefined) process.stdin.once("end", onEnd)

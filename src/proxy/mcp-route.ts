@@ -21,11 +21,11 @@
  */
 import { randomUUID } from "node:crypto"
 import type { ServerResponse } from "node:http"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { ErrorCode } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Effect, Layer, Runtime } from "effect"
+import { Context, Effect, Layer, Option, Runtime } from "effect"
 import { Judges } from "../../judges/Judges.js"
 import { Settings } from "../config/service.js"
 import { runIdProblem } from "../domain/run-id.js"
@@ -89,8 +89,22 @@ const finished = (res: ServerResponse): Promise<number> =>
 const isInitialize = (body: unknown): boolean =>
   (Array.isArray(body) ? body : [body]).some((m) => typeof m === "object" && m !== null && (m as { method?: unknown }).method === "initialize")
 
-const readJson = (req: HttpServerRequest.HttpServerRequest) =>
-  req.method === "POST" ? Effect.option(req.json) : Effect.succeedNone
+/**
+ * A POST's JSON body, read at most `maxBytes` (`proxy.max_body_bytes`) — the gated routes' limit: the
+ * MCP route is served outside the platform's own 10 MiB default. None for other methods; fails
+ * when the declared length is larger or the body is not JSON (the route answers 400 itself: the
+ * SDK never reads it again); a chunked body that grows past the limit ends the connection.
+ */
+const readJson = (req: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
+  req.method !== "POST"
+    ? Effect.succeedNone
+    : Number(req.headers["content-length"] ?? "0") > maxBytes
+    ? Effect.fail(`the request body is larger than proxy.max_body_bytes (${maxBytes} bytes)`)
+    : req.json.pipe(
+        HttpIncomingMessage.withMaxBodySize(Option.some(maxBytes)),
+        Effect.map(Option.some),
+        Effect.mapError(() => `the request body is not JSON, or larger than proxy.max_body_bytes (${maxBytes} bytes)`)
+      )
 
 /**
  * Answer one request of a session through its transport, keeping the session's idle clock: no
@@ -155,13 +169,23 @@ export const mcpRoute = Effect.gen(function* () {
       access.error = "unknown_session"
       return rpcError(404, ErrorCode.ConnectionClosed, `no MCP session ${JSON.stringify(sid.slice(0, 80))} on /mcp/${name}/${armSpec}: initialize a new one`)
     }
-    const body = yield* readJson(req)
+    const body = yield* Effect.either(readJson(req, settings.proxy.max_body_bytes))
+    if (body._tag === "Left") {
+      access.error = "invalid_request"
+      return rpcError(400, ErrorCode.ParseError, body.left)
+    }
+    const parsed = body.right
     const status = yield* Effect.promise(() =>
-      answered(open, idleMs, closeIdle(sid, open), () => open.transport.handleRequest(nodeReq, nodeRes, body._tag === "Some" ? body.value : undefined).then(() => finished(nodeRes)))
+      answered(open, idleMs, closeIdle(sid, open), () => open.transport.handleRequest(nodeReq, nodeRes, parsed._tag === "Some" ? parsed.value : undefined).then(() => finished(nodeRes)))
     )
     return HttpServerResponse.empty({ status })
   }
-  const body = yield* readJson(req)
+  const read = yield* Effect.either(readJson(req, settings.proxy.max_body_bytes))
+  if (read._tag === "Left") {
+    access.error = "invalid_request"
+    return rpcError(400, ErrorCode.ParseError, read.left)
+  }
+  const body = read.right
   if (req.method !== "POST" || body._tag === "None" || !isInitialize(body.value)) {
     access.error = "no_session"
     return rpcError(400, ErrorCode.InvalidRequest, "no mcp-session-id: start with an initialize request (POST)")
@@ -182,9 +206,12 @@ export const mcpRoute = Effect.gen(function* () {
       `the proxy has ${settings.mcp.max_sessions} MCP sessions open (mcp.max_sessions): end one (DELETE with its mcp-session-id) or retry after an idle one closes (mcp.session_idle_timeout_s ${settings.mcp.session_idle_timeout_s}s)`
     )
   }
+  // the place is taken before anything can yield: concurrent initializes cannot pass the limit together
+  starting.n += 1
+  const release = Effect.sync(() => void (starting.n -= 1))
   const sessionId = randomUUID()
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => sessionId })
-  const bridge = yield* gatedSession({
+  const bridge = yield* Effect.onExit(gatedSession({
     upstream: upstreamTransport(server),
     client: transport,
     callTimeoutS: settings.mcp.call_timeout_s,
@@ -200,10 +227,11 @@ export const mcpRoute = Effect.gen(function* () {
       principal: meta.principal,
       headers: meta.headers
     }
-  })
-  starting.n += 1
+  }), (exit) => (exit._tag === "Failure" ? release : Effect.void))
   const started = yield* Effect.promise(() => bridge.start().then(() => null, (e: unknown) => (e instanceof Error ? e.message : String(e)))).pipe(
-    Effect.ensuring(Effect.sync(() => void (starting.n -= 1)))
+    // a request interrupted while the server starts (client gone, shutdown) leaves no server behind
+    Effect.onInterrupt(() => Effect.promise(() => bridge.close())),
+    Effect.ensuring(release)
   )
   if (started !== null) {
     access.error = "mcp_server_unavailable"

@@ -14,8 +14,8 @@ import { firstText, mcpFixture } from "./support.js"
 const servers: Array<InProcessServer> = []
 const clients: Array<Client> = []
 
-const startProxy = async (mcp: Record<string, unknown>) => {
-  const f = mcpFixture({ mcp })
+const startProxy = async (mcp: Record<string, unknown>, proxySettings: Record<string, unknown> = {}) => {
+  const f = mcpFixture({ mcp, proxy: proxySettings })
   const proxy = await startCliInProcess(["proxy", "-c", f.config, "--port", "0"], /veto-proxy (http:\/\/127\.0\.0\.1:\d+)\/v1/)
   servers.push(proxy)
   return proxy.match[1]!
@@ -71,6 +71,17 @@ describe("MCP sessions over HTTP: limits", () => {
       await r.body?.cancel()
       return r.status === 200
     }, "a place freed by DELETE")
+  })
+
+  it("a request body over proxy.max_body_bytes (or not JSON) is a JSON-RPC parse error with 400, before any session or server", async () => {
+    const base = await startProxy({}, { max_body_bytes: 1024 })
+    for (const body of ["{not json", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { pad: "x".repeat(4096) } })]) {
+      const r = await fetch(`${base}/mcp/fs/enforce:allow-all`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body }).catch((e: unknown) => { throw new Error(String((e as { cause?: unknown }).cause)) })
+      expect(r.status).toBe(400)
+      const answer = (await r.json()) as { error: { code: number; message: string } }
+      expect(answer.error.code).toBe(-32700)
+      expect(answer.error.message).toContain("proxy.max_body_bytes (1024 bytes)")
+    }
   })
 
   it("mcp.session_idle_timeout_s: a session its client abandoned is closed with its server and its id answers 404; the client can start afresh", async () => {
