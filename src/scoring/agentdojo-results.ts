@@ -22,7 +22,7 @@ import type { CallRecord } from "../domain/audit-record.js"
 import { oneLine } from "../domain/one-line.js"
 import { ARMS, type Arm } from "../domain/route.js"
 import { agentdojoRunDir, slug } from "../run-layout/paths.js"
-import { type AgentdojoRow, agentdojoCell, agentdojoRowOf, finalRows, rowProblem, rowTokens, stopped } from "./agentdojo.js"
+import { type AgentdojoRow, agentdojoCell, agentdojoRowOf, finalRows, isCallOf, rowProblem, rowTokens, stopped } from "./agentdojo.js"
 import { currentCalls, type FinalAttempt } from "./current.js"
 import { readCallRecordsOf, readJsonLines, readResultRecords, type ScoringReadError } from "./files.js"
 import { flaggedResults } from "./flagged-results.js"
@@ -187,8 +187,8 @@ export interface AgentdojoBlock {
 
 /** Stopped calls of a function of the episode's injection ground truth, over counted attacked episodes. */
 export const blockedHarmfulCalls = (rows: ReadonlyArray<AgentdojoRow>, records: ReadonlyArray<CallRecord>): number => {
-  const harmful = new Map(rows.filter((r) => rowProblem(r) === null && r.injection_task !== null).map((r) => [r.episode, new Set(r.injection_ground_truth.map((c) => c.function))] as const))
-  return records.filter((r) => r.episode_id !== null && stopped(r) && harmful.get(r.episode_id)?.has(r.tool.name) === true).length
+  const harmful = new Map(rows.filter((r) => rowProblem(r) === null && r.injection_task !== null).map((r) => [r.episode, r.injection_ground_truth] as const))
+  return records.filter((r) => r.episode_id !== null && stopped(r) && (harmful.get(r.episode_id) ?? []).some((gt) => isCallOf(r, gt))).length
 }
 
 /** The `agentdojo` block of the summary and its audit figures (see the module doc). */
