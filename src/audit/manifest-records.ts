@@ -36,7 +36,10 @@ const recordOf = (line: string): ManifestRecord | null => {
   if (!isObject(r) || r.type !== "manifest" || typeof r.seq !== "number" || !Array.isArray(r.files)) return null
   const files = r.files.filter((f): f is { path: string; sha256: string } => isObject(f) && typeof f.path === "string" && typeof f.sha256 === "string")
   const logs = Array.isArray(r.logs)
-    ? r.logs.filter((l): l is { path: string; records: number; root: string } => isObject(l) && typeof l.path === "string" && typeof l.records === "number" && typeof l.root === "string")
+    ? r.logs.filter(
+        (l): l is { path: string; records: number; root: string } =>
+          isObject(l) && typeof l.path === "string" && Number.isSafeInteger(l.records) && (l.records as number) >= 0 && typeof l.root === "string" && /^[0-9a-f]{64}$/.test(l.root)
+      )
     : []
   return { seq: r.seq, command: typeof r.command === "string" ? r.command : null, files, listed: r.files.length, logs }
 }

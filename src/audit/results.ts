@@ -12,7 +12,7 @@
  * `verify-results <run_dir>` ({@link checkResults}) verifies the results log, recomputes every file's
  * sha256 (the latest manifest naming a path is what it must match) and each bound log's tree head.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs"
+import { lstatSync, readdirSync, readFileSync, statSync } from "node:fs"
 import * as path from "node:path"
 import { Console, Data, Effect, Schedule } from "effect"
 import { auditFileName } from "../domain/run-id.js"
@@ -73,8 +73,10 @@ export const filesUnder = (dir: string): Array<string> => {
     }
     for (const name of entries) {
       const f = path.join(d, name)
+      // a symlink is followed to a file, never to a directory (a link to a parent would recurse without end)
+      const link = lstatSync(f, { throwIfNoEntry: false })?.isSymbolicLink() === true
       const st = statSync(f, { throwIfNoEntry: false })
-      if (st?.isDirectory()) walk(f)
+      if (st?.isDirectory() && !link) walk(f)
       else if (st?.isFile() && !isResultsLogFile(dir, f)) out.push(f)
     }
   }

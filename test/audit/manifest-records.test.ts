@@ -72,6 +72,12 @@ describe("manifest records: the shortcut equals parsing every line", () => {
     expect(escapedSeen).toBeGreaterThan(5)
   })
 
+  it("a bound log's record count must be a whole number of records and its root 64 hex digits (a -1 or 2.5 made verify-results crash)", () => {
+    const root = "ab".repeat(32)
+    const line = (records: unknown, r: unknown) => JSON.stringify({ seq: 1, type: "manifest", files: [], logs: [{ path: "/a.jsonl", records, root: r }] })
+    expect(manifestRecordsIn([line(3, root), line(-1, root), line(2.5, root), line(3, "zz")].join("\n") + "\n").map((m) => m.logs.length)).toEqual([1, 0, 0, 0])
+  })
+
   it("a record spelled with escapes is found; a torn last line only when asked for", () => {
     const escaped = '{"seq":7,"type":"\\u006danifest","files":[{"path":"/r/a","sha256":"00"}]}'
     expect(manifestRecordsIn(escaped + "\n")).toEqual([{ seq: 7, command: null, files: [{ path: "/r/a", sha256: "00" }], listed: 1, logs: [] }])
@@ -88,3 +94,20 @@ function tryJson(l: string): string {
     return "null"
   }
 }
+
+describe("the files a results manifest binds", () => {
+  it("a symlinked file is bound; a symlink to a directory (a parent: a loop) is not followed", async () => {
+    const fs = await import("node:fs")
+    const os = await import("node:os")
+    const path = await import("node:path")
+    const { filesUnder } = await import("../../src/audit/results.js")
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vetobench-bind-"))
+    fs.mkdirSync(path.join(dir, "sub"))
+    fs.writeFileSync(path.join(dir, "sub", "a.json"), "{}")
+    fs.writeFileSync(path.join(dir, "elsewhere.txt"), "x")
+    fs.symlinkSync(path.join(dir, "elsewhere.txt"), path.join(dir, "sub", "b.txt"))
+    fs.symlinkSync(dir, path.join(dir, "sub", "loop"))
+    expect(filesUnder(dir).map((f) => path.relative(dir, f))).toEqual(["elsewhere.txt", "sub/a.json", "sub/b.txt"])
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+})
