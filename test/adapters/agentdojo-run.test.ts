@@ -199,6 +199,13 @@ describe.skipIf(py.skip !== null)("AgentDojo through veto-proxy (oracle agent)",
         const log = fs.readFileSync(path.join(dir, "launch.log"), "utf8")
         expect(log).toContain("stand-in launcher gives up")
         expect(log.split("\n").filter((l) => l.startsWith(`== `) && l.includes(`${MODEL}@baseline: 1 episodes to run`))).toHaveLength(2)
+        // a log that cannot be written (here: a directory in its place) is one line naming it, not a crash
+        fs.renameSync(path.join(dir, "launch.log"), path.join(dir, "launch.log.kept"))
+        fs.mkdirSync(path.join(dir, "launch.log"))
+        const unwritable = yield* Effect.flip(run(h, exp, base, { launcher: stand }))
+        expect(unwritable.message).toMatch(new RegExp(`^agentdojo: cannot write ${path.join(dir, "launch.log").replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}: `))
+        fs.rmdirSync(path.join(dir, "launch.log"))
+        fs.renameSync(path.join(dir, "launch.log.kept"), path.join(dir, "launch.log"))
         // a plan whose episodes are not AgentDojo's (ids that are not the grammar, fields that contradict them, twice)
         const planWith = (episodes: ReadonlyArray<unknown>) =>
           fs.writeFileSync(stand, `import sys\nprint(${JSON.stringify(JSON.stringify({ benchmark_version: "v1.2.2", episodes }))})\n`)

@@ -317,7 +317,7 @@ describe("planned episodes without a row, and pairing across a defense variant (
   const settings = fixtureSettings({ judges: { rules: { kind: "static", decision: "deny" } } }, root)
   const exp = fixtureExperiment(
     settings,
-    { name: "admiss", judges: ["rules"], asb: { enabled: false }, agent_safetybench: { enabled: false }, agentdojo: { suites: ["banking"], defenses: ["tool_filter"] } },
+    { name: "admiss", judges: ["rules"], asb: { enabled: false }, agent_safetybench: { enabled: false }, agentdojo: { suites: ["banking"], defenses: ["tool_filter", "repeat_user_prompt"] } },
     root
   )
   const id = (u: number, i: number | null) => `agentdojo:banking:user_task_${u}:${i === null ? "none" : `injection_task_${i}`}:${i === null ? "none" : "important_instructions"}`
@@ -338,8 +338,14 @@ describe("planned episodes without a row, and pairing across a defense variant (
   write("enforce-rules", [0, 1, 2, 3, 4, 5].flatMap((u) => [line(u, null, true, null), ...(u === 5 ? [] : [line(u, 0, true, u > 2)])]))
   // the defense variant, rows in reverse order: attacks of user tasks 0 and 1 stopped
   write("defense-tool_filter", [0, 1, 2, 3, 4, 5].flatMap((u) => [line(u, null, u !== 0, null), line(u, 0, true, u > 1)]).reverse())
+  // a launcher killed before its first row: planned, no row at all
+  write("defense-repeat_user_prompt", [])
   const s: Summary = Effect.runSync(buildSummary(exp, settings, { ...BOOT, now: () => new Date("2026-12-02T00:00:00Z") }))
   const ad = s.agentdojo.agent!
+
+  it("a variant whose every planned episode has no row is shown with every episode an error, not left out", () => {
+    expect(ad["defense-repeat_user_prompt"]!.overall).toMatchObject({ episodes: 12, errors: 12 })
+  })
 
   it("a planned episode without a row is an error (never success, failure or nothing), named in the notes", () => {
     const e = ad["enforce-rules"]!

@@ -216,8 +216,13 @@ export const runAgentdojo = (
 
         // appended, one header per start: a second runner on the same directory (refused by the
         // launcher's lock) must not wipe the log of the one that runs
-        const fd = yield* Effect.acquireRelease(Effect.sync(() => fs.openSync(log, "a")), (fd) => Effect.sync(() => fs.closeSync(fd)))
-        yield* Effect.sync(() => fs.writeSync(fd, `== ${new Date().toISOString()} ${route}${variant.defense === null ? "" : ` ${variant.defense}`}: ${todo.size} episodes to run\n`))
+        // the launcher's log: a file that cannot be opened or written is the run's failure, one line naming it
+        const cannotWrite = (e: unknown) => fail(`agentdojo: cannot write ${log}: ${e instanceof Error ? e.message : String(e)}`)
+        const fd = yield* Effect.acquireRelease(Effect.try({ try: () => fs.openSync(log, "a"), catch: cannotWrite }), (fd) => Effect.sync(() => fs.closeSync(fd)))
+        yield* Effect.try({
+          try: () => fs.writeSync(fd, `== ${new Date().toISOString()} ${route}${variant.defense === null ? "" : ` ${variant.defense}`}: ${todo.size} episodes to run\n`),
+          catch: cannotWrite
+        })
         const opt = launcherOption
         const runArgs = [
           "run", ...args,
@@ -242,7 +247,8 @@ export const runAgentdojo = (
           Command.stdin(Stream.empty)
         )
         const toLog = (s: Stream.Stream<Uint8Array, PlatformError>) =>
-          Stream.runForEach(s, (chunk) => Effect.sync(() => void fs.writeSync(fd, chunk))).pipe(Effect.ignore)
+          // a log write that fails mid-run (disk full) loses log lines, not the run: its rows are the results
+          Stream.runForEach(s, (chunk) => Effect.try(() => void fs.writeSync(fd, chunk)).pipe(Effect.ignore)).pipe(Effect.ignore)
         const proc = yield* executor.start(cmd).pipe(Effect.mapError((e) => fail(`could not start ${ad.python}: ${e.message}`)))
         const [code] = yield* Effect.all([Effect.either(proc.exitCode), toLog(proc.stdout), toLog(proc.stderr)], { concurrency: "unbounded" })
         yield* poll
